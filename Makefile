@@ -1,0 +1,59 @@
+# hakmem build.  `make` builds the libraries, `make test` runs every test,
+# `make bench` compares hakmem with the peer allocators.
+
+CC      ?= cc
+AR      ?= ar
+PREFIX  ?= /usr/local
+BUILD   := build
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+# -fno-builtin-*: our own malloc family must not be rewritten into calls to itself.
+# -fno-semantic-interposition lets calls inside the library bind directly.
+LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden \
+	-fno-semantic-interposition -fno-plt -ftls-model=initial-exec \
+	-fno-stack-protector -fcf-protection=none -fno-exceptions \
+	-fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
+	-Iinclude -Isrc $(WARN) $(CFLAGS)
+LIB_LDFLAGS := -shared -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined $(LDFLAGS)
+LIB_LIBS := -lpthread
+
+SRCS    := $(sort $(wildcard src/*.c))
+HDRS    := $(wildcard src/*.h include/*.h)
+OBJS    := $(SRCS:src/%.c=$(BUILD)/obj/%.o)
+API_OBJS := $(SRCS:src/%.c=$(BUILD)/api-obj/%.o)
+
+SO      := $(BUILD)/libhakmem.so
+A       := $(BUILD)/libhakmem.a
+# The same allocator under its hak_* names only (malloc is not replaced):
+# what the sanitizer builds and the fuzzer link against.
+API_A   := $(BUILD)/libhakmem-api.a
+
+.PHONY: all lib clean install uninstall
+all: lib
+lib: $(SO) $(A) $(API_A)
+
+$(BUILD)/obj/%.o: src/%.c $(HDRS) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/api-obj/%.o: src/%.c $(HDRS) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -DHAKMEM_NO_OVERRIDE -c $< -o $@
+
+$(SO): $(OBJS)
+	$(CC) $(LIB_LDFLAGS) -Wl,-soname,libhakmem.so -o $@ $(OBJS) $(LIB_LIBS)
+
+$(A): $(OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $(OBJS)
+
+$(API_A): $(API_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $(API_OBJS)
+
+clean:
+	rm -rf $(BUILD)
+
+# Test and benchmark suites keep their rules next to their code.
+-include tests/tests.mk
+-include bench/bench.mk

@@ -1,0 +1,70 @@
+/*
+ * malloc.  The fast path: size to class by one shift, pop the class's TLS
+ * free list.  Everything else (refill, larger sizes, the first call of a
+ * thread) is in hk_malloc_slow.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "hakmem.h"
+#include "internal.h"
+
+HK_API void *hak_malloc(size_t size)
+{
+    if (HK_LIKELY(size <= HK_FAST_MAX)) {
+        void **list = &hk_tls.free[(size + 15) >> 4];
+        void *block = *list;
+        if (HK_LIKELY(block != NULL)) {
+            *list = *(void **)block;
+            return block;
+        }
+    }
+    return hk_malloc_slow(size);
+}
+HK_ALIAS(malloc, hak_malloc)
+
+HK_NOINLINE void *hk_malloc_slow(size_t size)
+{
+    if (size > HK_LARGE_MAX)
+        return hk_huge_alloc(size, HK_OS_PAGE, false);
+    struct hk_heap *h = hk_tls.heap;
+    if (HK_UNLIKELY(h == NULL)) {
+        h = hk_heap_attach();
+        if (h == NULL) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
+    unsigned cls = hk_size_class(size);
+    void *block = hk_tls.free[cls];
+    if (block != NULL) {
+        hk_tls.free[cls] = *(void **)block;
+        return block;
+    }
+    return hk_refill(h, cls);
+}
+
+/* A block of `size` bytes aligned to `align` (a power of two). */
+void *hk_aligned(size_t align, size_t size)
+{
+    if (align <= 16)
+        return hak_malloc(size);
+    if (size > PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    struct hk_heap *h = hk_tls.heap;
+    if (h == NULL && (h = hk_heap_attach()) == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    unsigned cls = hk_aligned_class(size, align);
+    if (cls == 0)
+        return hk_huge_alloc(size, align, false);
+    void *block = hk_tls.free[cls];
+    if (block != NULL) {
+        hk_tls.free[cls] = *(void **)block;
+        return block;
+    }
+    return hk_refill(h, cls);
+}

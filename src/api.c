@@ -1,0 +1,153 @@
+/*
+ * The rest of the malloc family, built on malloc, free and hk_aligned, with
+ * the C library's contract for sizes, alignments and errno.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "hakmem.h"
+#include "internal.h"
+
+static bool is_power_of_two(size_t x)
+{
+    return x != 0 && (x & (x - 1)) == 0;
+}
+
+HK_API void *hak_calloc(size_t count, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (total > HK_LARGE_MAX)
+        return hk_huge_alloc(total, HK_OS_PAGE, true);
+    void *p = hak_malloc(total);
+    if (p != NULL)
+        memset(p, 0, total);
+    return p;
+}
+HK_ALIAS(calloc, hak_calloc)
+
+/* Usable size of a live block, or 0 for NULL; aborts on a foreign pointer. */
+size_t hk_usable_size(const void *p, const char *call)
+{
+    if (p == NULL)
+        return 0;
+    struct hk_page *pg = hk_page_of(p);
+    if (pg != NULL)
+        return pg->block_size;
+    size_t size = hk_huge_usable_size(p);
+    if (size == 0)
+        hk_invalid_pointer(call, p);
+    return size;
+}
+
+HK_API size_t hak_malloc_usable_size(const void *p)
+{
+    return hk_usable_size(p, "malloc_usable_size");
+}
+HK_ALIAS(malloc_usable_size, hak_malloc_usable_size)
+
+HK_API void *hak_realloc(void *p, size_t size)
+{
+    if (p == NULL)
+        return hak_malloc(size);
+    size_t old = hk_usable_size(p, "realloc");
+    if (size == 0) { /* as glibc: free and return NULL */
+        hak_free(p);
+        return NULL;
+    }
+    if (size <= old && (size >= old / 2 || old <= 32))
+        return p; /* shrinking a little: keep the block */
+    if (old > HK_LARGE_MAX && size > HK_LARGE_MAX)
+        return hk_huge_realloc(p, size);
+    void *q = hak_malloc(size);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, p, size < old ? size : old);
+    hak_free(p);
+    return q;
+}
+HK_ALIAS(realloc, hak_realloc)
+
+HK_API void *hak_reallocarray(void *p, size_t count, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return hak_realloc(p, total);
+}
+HK_ALIAS(reallocarray, hak_reallocarray)
+
+HK_API int hak_posix_memalign(void **out, size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0)
+        return EINVAL;
+    int saved = errno;
+    void *p = hk_aligned(alignment, size);
+    errno = saved;
+    if (p == NULL)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+HK_ALIAS(posix_memalign, hak_posix_memalign)
+
+HK_API void *hak_aligned_alloc(size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return hk_aligned(alignment, size);
+}
+HK_ALIAS(aligned_alloc, hak_aligned_alloc)
+
+/* As glibc: an alignment that is not a power of two is rounded up to one. */
+HK_API void *hak_memalign(size_t alignment, size_t size)
+{
+    if (alignment > SIZE_MAX / 2 + 1) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!is_power_of_two(alignment))
+        alignment = alignment <= 1 ? 1 : (size_t)1 << (64 - __builtin_clzl(alignment - 1));
+    return hk_aligned(alignment, size);
+}
+HK_ALIAS(memalign, hak_memalign)
+
+HK_API void *hak_valloc(size_t size)
+{
+    return hk_aligned(HK_OS_PAGE, size);
+}
+HK_ALIAS(valloc, hak_valloc)
+
+HK_API void *hak_pvalloc(size_t size)
+{
+    size_t rounded = (size + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
+    if (rounded < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return hk_aligned(HK_OS_PAGE, rounded == 0 ? HK_OS_PAGE : rounded);
+}
+HK_ALIAS(pvalloc, hak_pvalloc)
+
+HK_API void hak_collect(void)
+{
+    hk_heaps_collect_all();
+    hk_huge_cache_purge(true);
+}
+
+/* glibc's name for the same request; returns 1 as memory may have gone back. */
+HK_API int hak_malloc_trim(size_t pad)
+{
+    (void)pad;
+    hak_collect();
+    return 1;
+}
+HK_ALIAS(malloc_trim, hak_malloc_trim)

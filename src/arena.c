@@ -1,0 +1,207 @@
+/*
+ * Arenas: 4 GiB of address space each, aligned to 4 GiB, owned by one heap.
+ * An arena hands out pages of its three regions and takes them back; free
+ * pages keep their memory for a while (the dirty list, newest first) and are
+ * then purged (the clean map).  Only the owning thread touches an arena's
+ * regions; other threads only read what hk_page_of needs.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "stats.h"
+
+_Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
+struct hk_os_stats hk_os_stats;
+
+#define COMMIT_CHUNK ((uintptr_t)4 << 20)
+
+static const uintptr_t region_offset[HK_NKINDS] = {
+    0, (uintptr_t)2 << 30, (uintptr_t)3 << 30,
+};
+static const uint32_t region_pages[HK_NKINDS] = {
+    (2u << 30) >> HK_SMALL_PAGE_SHIFT,
+    (1u << 30) >> HK_MEDIUM_PAGE_SHIFT,
+    (1u << 30) >> HK_LARGE_PAGE_SHIFT,
+};
+
+static uintptr_t page_addr(const struct hk_arena *a, unsigned kind, uint32_t index)
+{
+    return a->base + region_offset[kind] + ((uintptr_t)index << hk_page_shift(kind));
+}
+
+/* Reserve a new arena for heap.  Its page 0 holds the arena header, the
+ * region maps, and `extra` bytes for the caller (the heap itself). */
+struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
+{
+    char *base = hk_os_reserve_aligned(HK_ARENA_SIZE, HK_ARENA_SIZE);
+    if (base == NULL)
+        return NULL;
+    uintptr_t slot = (uintptr_t)base >> HK_ARENA_SHIFT;
+    if (slot >= HK_ARENA_TABLE_SIZE || !hk_os_commit(base, COMMIT_CHUNK)) {
+        hk_os_unmap(base, HK_ARENA_SIZE);
+        return NULL;
+    }
+    struct hk_arena *a = (struct hk_arena *)base;
+    a->heap = heap;
+    a->base = (uintptr_t)base;
+    uint64_t *maps = (uint64_t *)(base + sizeof(*a) + ((extra + 63) & ~(size_t)63));
+    for (unsigned k = 0; k < HK_NKINDS; k++) {
+        struct hk_region *r = &a->region[k];
+        r->npages = region_pages[k];
+        r->first = k == HK_SMALL ? 1 : 0; /* small page 0 is this header */
+        atomic_init(&r->hwm, r->first);
+        r->committed = k == HK_SMALL ? (uint32_t)(COMMIT_CHUNK >> HK_SMALL_PAGE_SHIFT) : 0;
+        r->cleanmap = maps;
+        maps += r->npages / 64;
+    }
+    if ((char *)maps > base + ((uintptr_t)1 << HK_SMALL_PAGE_SHIFT))
+        hk_fatal("arena header does not fit in page 0");
+    hk_stat_add(&hk_os_stats.arenas, 1);
+    atomic_store_explicit(&hk_arena_table[slot], a, memory_order_release);
+    return a;
+}
+
+static bool region_grow(struct hk_arena *a, unsigned kind)
+{
+    struct hk_region *r = &a->region[kind];
+    uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_relaxed);
+    if (hwm >= r->npages)
+        return false;
+    if (hwm == r->committed) {
+        uint32_t chunk = (uint32_t)(COMMIT_CHUNK >> hk_page_shift(kind));
+        if (chunk == 0)
+            chunk = 1;
+        if (!hk_os_commit((void *)page_addr(a, kind, r->committed),
+                          (uintptr_t)chunk << hk_page_shift(kind)))
+            return false;
+        r->committed += chunk;
+    }
+    return true;
+}
+
+static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
+{
+    struct hk_region *r = &a->region[kind];
+    unsigned shift = hk_page_shift(kind);
+    struct hk_page *pg = r->dirty;
+    if (pg != NULL) {
+        r->dirty = pg->next;
+        if (r->dirty != NULL)
+            r->dirty->prev = NULL;
+        else
+            r->dirty_tail = NULL;
+        r->ndirty--;
+        return pg;
+    }
+    for (uint32_t w = r->clean_hint; w < r->npages / 64; w++) {
+        if (r->cleanmap[w] != 0) {
+            unsigned bit = (unsigned)__builtin_ctzll(r->cleanmap[w]);
+            r->cleanmap[w] &= r->cleanmap[w] - 1;
+            r->clean_hint = w;
+            return hk_page_header(page_addr(a, kind, w * 64 + bit), shift);
+        }
+    }
+    r->clean_hint = r->npages / 64;
+    if (!region_grow(a, kind))
+        return NULL;
+    uint32_t index = atomic_load_explicit(&r->hwm, memory_order_relaxed);
+    /* Other threads read hwm in hk_page_of, without a lock. */
+    atomic_store_explicit(&r->hwm, index + 1, memory_order_release);
+    return hk_page_header(page_addr(a, kind, index), shift);
+}
+
+/* A page of the given kind for heap h: a dirty free page first (its memory
+ * is warm), then a purged one, then new address space; a new arena when
+ * every arena of the heap is full. */
+struct hk_page *hk_arena_page_alloc(struct hk_heap *h, unsigned kind)
+{
+    struct hk_arena *last = NULL;
+    for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
+        struct hk_page *pg = region_take(a, kind);
+        if (pg != NULL)
+            return pg;
+        last = a;
+    }
+    struct hk_arena *a = hk_arena_create(h, 0);
+    if (a == NULL)
+        return NULL;
+    last->next = a;
+    return region_take(a, kind);
+}
+
+void hk_arena_page_free(struct hk_page *pg)
+{
+    struct hk_arena *a = (struct hk_arena *)((uintptr_t)pg & ~(HK_ARENA_SIZE - 1));
+    struct hk_region *r = &a->region[pg->kind];
+    pg->state = HK_PAGE_FREE;
+    pg->block_size = 0;
+    pg->freed_at = hk_clock_ms();
+    pg->prev = NULL;
+    pg->next = r->dirty;
+    if (r->dirty != NULL)
+        r->dirty->prev = pg;
+    else
+        r->dirty_tail = pg;
+    r->dirty = pg;
+    r->ndirty++;
+    struct hk_heap *h = a->heap;
+    if (h->purge_at == 0)
+        h->purge_at = pg->freed_at + hk_config.purge_delay_ms;
+}
+
+/* Give back the memory of free pages retired at least `delay` ms before
+ * `now`; returns the bytes purged. */
+size_t hk_arena_purge(struct hk_arena *a, uint64_t now, uint64_t delay)
+{
+    size_t purged = 0;
+    for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
+        struct hk_region *r = &a->region[kind];
+        unsigned shift = hk_page_shift(kind);
+        while (r->dirty_tail != NULL && r->dirty_tail->freed_at + delay <= now) {
+            struct hk_page *pg = r->dirty_tail;
+            r->dirty_tail = pg->prev;
+            if (r->dirty_tail != NULL)
+                r->dirty_tail->next = NULL;
+            else
+                r->dirty = NULL;
+            r->ndirty--;
+            uintptr_t base = (uintptr_t)hk_page_base(pg);
+            uint32_t index = (uint32_t)((base - a->base - region_offset[kind]) >> shift);
+            hk_os_purge((void *)base, (size_t)1 << shift);
+            r->cleanmap[index / 64] |= (uint64_t)1 << (index % 64);
+            if (index / 64 < r->clean_hint)
+                r->clean_hint = index / 64;
+            purged += (size_t)1 << shift;
+        }
+    }
+    hk_stat_add(&hk_os_stats.purged_bytes, purged);
+    return purged;
+}
+
+struct hk_page *hk_page_of(const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    if (p & 15)
+        return NULL;
+    struct hk_arena *a = hk_arena_of(p);
+    if (a == NULL)
+        return NULL;
+    uintptr_t off = p - a->base;
+    unsigned kind = off < region_offset[HK_MEDIUM] ? HK_SMALL
+                  : off < region_offset[HK_LARGE] ? HK_MEDIUM : HK_LARGE;
+    unsigned shift = hk_page_shift(kind);
+    uintptr_t index = (off - region_offset[kind]) >> shift;
+    uint32_t hwm = atomic_load_explicit(&a->region[kind].hwm, memory_order_acquire);
+    if (index < a->region[kind].first || index >= hwm)
+        return NULL;
+    uintptr_t base = page_addr(a, kind, (uint32_t)index);
+    struct hk_page *pg = hk_page_header(base, shift);
+    uint32_t size = pg->block_size;
+    if (size == 0)
+        return NULL;
+    uint64_t in_page = p - base;
+    uint64_t block = (in_page * hk_classes[pg->cls].div_magic) >> 32;
+    if (block * size != in_page || block >= pg->capacity)
+        return NULL;
+    return pg;
+}

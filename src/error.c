@@ -1,0 +1,68 @@
+/*
+ * Fatal errors.  Messages are formatted by hand and written with write(2):
+ * stdio could call malloc, which may be what just failed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void put(char *buf, size_t *len, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n > 255)
+        n = 255 - *len;
+    memcpy(buf + *len, s, n);
+    *len += n;
+}
+
+static void put_hex(char *buf, size_t *len, uintptr_t x)
+{
+    char digits[2 + 16 + 1] = "0x";
+    int n = 2;
+    int shift = 60;
+    while (shift > 0 && ((x >> shift) & 15) == 0)
+        shift -= 4;
+    for (; shift >= 0; shift -= 4)
+        digits[n++] = "0123456789abcdef"[(x >> shift) & 15];
+    digits[n] = '\0';
+    put(buf, len, digits);
+}
+
+void hk_invalid_pointer(const char *call, const void *p)
+{
+    char buf[256];
+    size_t len = 0;
+    put(buf, &len, "hakmem: ");
+    put(buf, &len, call);
+    put(buf, &len, "(): invalid pointer ");
+    put_hex(buf, &len, (uintptr_t)p);
+    put(buf, &len, "\n");
+    (void)!write(STDERR_FILENO, buf, len);
+    abort();
+}
+
+void hk_fatal(const char *msg)
+{
+    char buf[256];
+    size_t len = 0;
+    put(buf, &len, "hakmem: fatal: ");
+    put(buf, &len, msg);
+    put(buf, &len, "\n");
+    (void)!write(STDERR_FILENO, buf, len);
+    abort();
+}
+
+/* A bad option value: reported with HAKMEM_VERBOSE, otherwise silent. */
+void hk_warn(const char *msg)
+{
+    if (!hk_config.verbose)
+        return;
+    char buf[256];
+    size_t len = 0;
+    put(buf, &len, "hakmem: warning: ignoring bad value of ");
+    put(buf, &len, msg);
+    put(buf, &len, "\n");
+    (void)!write(STDERR_FILENO, buf, len);
+}

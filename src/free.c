@@ -1,0 +1,88 @@
+/*
+ * free.  The fast path recognises a block of the calling thread's own small
+ * region with one rotate, one shift and one compare: rotating the address
+ * right by 4 moves its low bits to the top, so a pointer that is not 16-byte
+ * aligned can never equal the thread's key.  Then the page header is found by
+ * masking, and the block is pushed on the page's local list.  Anything else
+ * (NULL, another thread's block, medium, large and huge blocks, foreign
+ * pointers) goes to hk_free_slow, which validates before it touches memory.
+ */
+#include "hakmem.h"
+#include "internal.h"
+
+static inline void free_block(void *p, const char *call)
+{
+    uintptr_t u = (uintptr_t)p;
+    uintptr_t rotated = (u >> 4) | (u << 60);
+    if (HK_LIKELY((rotated >> (HK_SMALL_REGION_SHIFT - 4)) == hk_tls.small_key)) {
+        /* hk_page_free_local, spelled so that gcc addresses both fields from
+         * the page base and decrements `used` in memory. */
+        char *base = (char *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
+        enum { HEADER = (1 << HK_SMALL_PAGE_SHIFT) - HK_PAGE_HEADER_SIZE };
+        void **local_free = (void **)(base + (HEADER + offsetof(struct hk_page, local_free)));
+        int32_t *used = (int32_t *)(base + (HEADER + offsetof(struct hk_page, used)));
+        *(void **)p = *local_free;
+        *local_free = p;
+        int32_t left = *used - 1;
+        *used = left;
+        if (HK_UNLIKELY(left == 0))
+            hk_page_event(p);
+        return;
+    }
+    hk_free_slow(p, call);
+}
+
+HK_API void hak_free(void *p)
+{
+    free_block(p, "free");
+}
+HK_ALIAS(free, hak_free)
+HK_ALIAS(cfree, hak_free)
+
+/* C++ operator delete in every form: the size and alignment arguments carry
+ * nothing hakmem needs, and the x86-64 and AArch64 calling conventions let a
+ * function ignore trailing arguments, so each is free itself. */
+HK_ALIAS(_ZdlPv, hak_free)
+HK_ALIAS(_ZdaPv, hak_free)
+HK_ALIAS(_ZdlPvm, hak_free)
+HK_ALIAS(_ZdaPvm, hak_free)
+HK_ALIAS(_ZdlPvRKSt9nothrow_t, hak_free)
+HK_ALIAS(_ZdaPvRKSt9nothrow_t, hak_free)
+HK_ALIAS(_ZdlPvSt11align_val_t, hak_free)
+HK_ALIAS(_ZdaPvSt11align_val_t, hak_free)
+HK_ALIAS(_ZdlPvmSt11align_val_t, hak_free)
+HK_ALIAS(_ZdaPvmSt11align_val_t, hak_free)
+HK_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, hak_free)
+HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
+
+HK_NOINLINE void hk_free_slow(void *p, const char *call)
+{
+    if (p == NULL)
+        return;
+    struct hk_page *pg = hk_page_of(p);
+    if (pg != NULL) {
+        if (pg->heap == hk_tls.heap)
+            hk_page_free_local(pg, p);
+        else
+            hk_page_free_remote(pg, p);
+        return;
+    }
+    if (!hk_huge_free(p))
+        hk_invalid_pointer(call, p);
+}
+
+/* The sized and aligned forms carry information hakmem does not need. */
+HK_API void hak_free_sized(void *p, size_t size)
+{
+    (void)size;
+    free_block(p, "free_sized");
+}
+HK_ALIAS(free_sized, hak_free_sized)
+
+HK_API void hak_free_aligned_sized(void *p, size_t alignment, size_t size)
+{
+    (void)alignment;
+    (void)size;
+    free_block(p, "free_sized");
+}
+HK_ALIAS(free_aligned_sized, hak_free_aligned_sized)

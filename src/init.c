@@ -1,0 +1,37 @@
+/*
+ * Start-up.  The first malloc may come from the dynamic loader, before the
+ * C library has set up the environment, or from several threads at once;
+ * hk_init runs exactly once, and a constructor reads the options again once
+ * the environment is surely there.
+ */
+#include "internal.h"
+
+bool hk_initialized;
+static _Atomic int init_state; /* 0: not started, 1: running, 2: done */
+static __thread bool init_running;
+
+void hk_init(void)
+{
+    if (HK_LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2))
+        return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
+        init_running = true;
+        hk_classes_init();
+        hk_config_load();
+        hk_heap_init_once();
+        hk_initialized = true;
+        init_running = false;
+        atomic_store_explicit(&init_state, 2, memory_order_release);
+        return;
+    }
+    /* A call made by the initialisation itself goes on; another thread waits. */
+    while (!init_running && atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+        ;
+}
+
+__attribute__((constructor)) static void hk_constructor(void)
+{
+    hk_init();
+    hk_config_load();
+}

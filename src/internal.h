@@ -1,0 +1,285 @@
+/*
+ * hakmem internals: the data structures every part of the allocator shares.
+ *
+ * Memory comes in arenas: 4 GiB regions of address space, aligned to 4 GiB,
+ * each owned by one heap.  An arena is cut into three regions of pages:
+ *
+ *   [0, 2G)   small pages,  64 KiB each, blocks of 16 B .. 4 KiB
+ *   [2G, 3G)  medium pages, 512 KiB each, blocks of 5 KiB .. 64 KiB
+ *   [3G, 4G)  large pages,  4 MiB each, blocks of 80 KiB .. 512 KiB
+ *
+ * Page 0 of the small region holds the arena header (and, in a heap's first
+ * arena, the heap itself).  Every page keeps its header in its last 64 bytes,
+ * so a block's page header is found by masking the block address; blocks
+ * start at the page's first byte, which keeps every block of a size that is a
+ * multiple of A aligned to A.  Blocks above 512 KiB get their own mapping
+ * (huge.c).  See docs/ARCHITECTURE.md for the whole picture.
+ */
+#ifndef HAKMEM_INTERNAL_H
+#define HAKMEM_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Everything declared here is internal to the library. */
+#pragma GCC visibility push(hidden)
+
+#define HK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HK_COLD __attribute__((noinline, cold))
+#define HK_NOINLINE __attribute__((noinline))
+#define HK_API __attribute__((visibility("default")))
+
+/* Exported alias of an internal function, unless built as the hak_*-only API
+ * library (used by the sanitizer and fuzz builds, which must not replace the
+ * C library's malloc). */
+#ifdef HAKMEM_NO_OVERRIDE
+#define HK_ALIAS(name, target)
+#else
+#define HK_ALIAS(name, target) \
+    extern __typeof__(target) name __attribute__((alias(#target), visibility("default")));
+#endif
+
+/* ---- geometry ---------------------------------------------------------- */
+
+#define HK_ARENA_SHIFT 32
+#define HK_ARENA_SIZE ((uintptr_t)1 << HK_ARENA_SHIFT)
+#define HK_ARENA_TABLE_SIZE ((size_t)1 << (47 - HK_ARENA_SHIFT))
+
+enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
+
+#define HK_SMALL_PAGE_SHIFT 16
+#define HK_MEDIUM_PAGE_SHIFT 19
+#define HK_LARGE_PAGE_SHIFT 22
+#define HK_SMALL_REGION_SHIFT 31 /* the small region is the arena's lower half */
+
+#define HK_PAGE_HEADER_SIZE 64
+#define HK_SMALL_MAX 4096
+#define HK_MEDIUM_MAX (64 * 1024)
+#define HK_LARGE_MAX (512 * 1024)
+#define HK_FAST_MAX 1024 /* malloc's inline path covers sizes up to this */
+
+/* Size classes: 0 (size 0, served by class 1), 1..64 in 16-byte steps up to
+ * 1 KiB, then four per doubling up to 512 KiB. */
+#define HK_NCLASSES 101
+
+#define HK_OS_PAGE 4096
+
+/* ---- pages --------------------------------------------------------------- */
+
+enum hk_page_state {
+    HK_PAGE_FREE = 0,  /* not in use (a purged page reads as zero: free) */
+    HK_PAGE_CURRENT,   /* the heap allocates from it; its list is in TLS */
+    HK_PAGE_AVAILABLE, /* in the class queue: has free blocks */
+    HK_PAGE_FULL,      /* every block handed out; `used` is a sentinel 1 */
+};
+
+/* Set in page->remote while the page is full: other threads then send
+ * their frees to the heap's delayed list so that the owner learns of them. */
+#define HK_REMOTE_FULL ((uintptr_t)1)
+
+/* The header in the last 64 bytes of every page. */
+struct hk_page {
+    void *local_free;  /* blocks freed by the owning thread */
+    int32_t used;      /* blocks not in local_free and not yet carved */
+    uint32_t block_size;
+    _Atomic uintptr_t remote; /* blocks freed by other threads, or FULL */
+    struct hk_heap *heap;     /* owner; fixed for the page's life */
+    struct hk_page *next;     /* class queue, or the arena's dirty list */
+    struct hk_page *prev;
+    uint16_t capacity; /* blocks in the page */
+    uint16_t unbumped; /* blocks at the end never handed out yet */
+    uint8_t cls;
+    uint8_t state;
+    uint8_t kind;
+    uint8_t reserved;
+    uint64_t freed_at; /* when a free page was retired (for purging) */
+};
+_Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is one cache line");
+
+static inline unsigned hk_page_shift(unsigned kind)
+{
+    return kind == HK_SMALL ? HK_SMALL_PAGE_SHIFT
+         : kind == HK_MEDIUM ? HK_MEDIUM_PAGE_SHIFT : HK_LARGE_PAGE_SHIFT;
+}
+
+static inline char *hk_page_base(const struct hk_page *pg)
+{
+    uintptr_t size = (uintptr_t)1 << hk_page_shift(pg->kind);
+    return (char *)(((uintptr_t)pg & ~(size - 1)));
+}
+
+static inline struct hk_page *hk_page_header(uintptr_t base, unsigned shift)
+{
+    return (struct hk_page *)(base + ((uintptr_t)1 << shift) - HK_PAGE_HEADER_SIZE);
+}
+
+/* Header of the page holding p, for a p known to be a block of an arena. */
+static inline struct hk_page *hk_page_of_block(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    uintptr_t off = u & (((uintptr_t)1 << 32) - 1);
+    unsigned shift = off < ((uintptr_t)2 << 30) ? HK_SMALL_PAGE_SHIFT
+                   : off < ((uintptr_t)3 << 30) ? HK_MEDIUM_PAGE_SHIFT : HK_LARGE_PAGE_SHIFT;
+    return hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift);
+}
+
+/* ---- size classes (size_class.c) --------------------------------------- */
+
+struct hk_class {
+    uint32_t block_size;
+    uint32_t div_magic; /* ceil(2^32 / block_size): offset / size by multiply */
+    uint16_t capacity;  /* blocks per page */
+    uint16_t batch;     /* blocks carved from a fresh page at a time */
+    uint8_t kind;
+};
+extern struct hk_class hk_classes[HK_NCLASSES];
+
+unsigned hk_size_class(size_t size);           /* size <= HK_LARGE_MAX */
+unsigned hk_aligned_class(size_t size, size_t align); /* 0: none fits */
+void hk_classes_init(void);
+
+/* ---- arenas (arena.c) ---------------------------------------------------- */
+
+struct hk_region {
+    uint32_t first;     /* first page index usable for blocks */
+    uint32_t npages;    /* pages in the region */
+    _Atomic uint32_t hwm; /* pages below this have been handed out at least once */
+    uint32_t committed; /* pages below this are readable and writable */
+    struct hk_page *dirty; /* free pages still holding memory, newest first */
+    struct hk_page *dirty_tail;
+    uint32_t ndirty;
+    uint32_t clean_hint;  /* no clean free page below this word of cleanmap */
+    uint64_t *cleanmap;   /* free pages whose memory went back to the OS */
+};
+
+struct hk_arena {
+    struct hk_heap *heap;
+    struct hk_arena *next; /* the heap's other arenas */
+    uintptr_t base;
+    struct hk_region region[HK_NKINDS];
+};
+
+/* Arena of each 4 GiB slot of the address space, or NULL. */
+extern _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
+
+struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
+#define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
+struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned kind);
+void hk_arena_page_free(struct hk_page *pg);
+size_t hk_arena_purge(struct hk_arena *a, uint64_t now, uint64_t delay);
+
+static inline struct hk_arena *hk_arena_of(uintptr_t p)
+{
+    uintptr_t slot = p >> HK_ARENA_SHIFT;
+    if (slot >= HK_ARENA_TABLE_SIZE)
+        return NULL;
+    return atomic_load_explicit(&hk_arena_table[slot], memory_order_acquire);
+}
+
+/* Page header of an in-use page holding p, or NULL when p is not the start
+ * of a block hakmem handed out from an arena (foreign, interior, misaligned,
+ * or in a free page). */
+struct hk_page *hk_page_of(const void *p);
+
+/* ---- heaps (heap.c) ------------------------------------------------------ */
+
+struct hk_heap {
+    struct hk_page *current[HK_NCLASSES]; /* page whose free list is in TLS */
+    struct hk_page *queue[HK_NCLASSES];   /* pages with free blocks */
+    _Atomic(void *) delayed;  /* blocks other threads freed into full pages */
+    struct hk_arena *arenas;  /* first arena holds this heap */
+    struct hk_heap *next;     /* registry of all heaps */
+    struct hk_heap *next_abandoned;
+    bool abandoned;
+    uint64_t purge_at;        /* next purge due (0: nothing to purge) */
+};
+
+/* Per-thread state, reached through initial-exec TLS.  `small_key` is
+ * the address bits that identify the thread's own small region (arena base
+ * >> 31), rotated so that a misaligned pointer never matches; ~0 when the
+ * thread has no heap. */
+struct hk_tls {
+    void *free[HK_NCLASSES]; /* free list of each class's current page; first,
+                                so that malloc indexes it with no offset */
+    uintptr_t small_key;
+    struct hk_heap *heap;
+};
+extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
+
+struct hk_heap *hk_heap_attach(void);      /* gives the thread a heap */
+void hk_heap_flush_tls(struct hk_heap *h); /* TLS lists back to their pages */
+void hk_heap_drain_delayed(struct hk_heap *h);
+void hk_heap_collect(struct hk_heap *h, bool force);
+void hk_heaps_collect_all(void);
+void hk_heap_init_once(void);
+
+/* ---- pages (page.c) ------------------------------------------------------ */
+
+void *hk_refill(struct hk_heap *h, unsigned cls);
+void hk_page_event(void *block); /* a local free of block brought used to zero */
+void hk_page_free_remote(struct hk_page *pg, void *p);
+void hk_page_retire(struct hk_page *pg);
+void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg);
+void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg);
+
+/* Free a block of pg by the thread that owns pg. */
+static inline void hk_page_free_local(struct hk_page *pg, void *p)
+{
+    *(void **)p = pg->local_free;
+    pg->local_free = p;
+    if (HK_UNLIKELY(--pg->used == 0))
+        hk_page_event(p); /* the block, not pg: keeps pg out of a register */
+}
+
+/* ---- huge blocks (huge.c) ------------------------------------------------ */
+
+void *hk_huge_alloc(size_t size, size_t align, bool zero);
+bool hk_huge_free(void *p);                 /* false: not a huge block */
+size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
+void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
+size_t hk_huge_cache_purge(bool all);
+void hk_huge_lock_all(void);
+void hk_huge_unlock_all(void);
+void hk_huge_reset_locks(void);
+
+/* ---- operating system (os.c) --------------------------------------------- */
+
+void *hk_os_reserve_aligned(size_t size, size_t align);
+bool hk_os_commit(void *p, size_t size);
+void hk_os_purge(void *p, size_t size);
+void *hk_os_map(size_t size);
+void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped);
+void hk_os_unmap(void *p, size_t size);
+uint64_t hk_clock_ms(void);
+
+/* ---- configuration (config.c) -------------------------------------------- */
+
+struct hk_config {
+    uint64_t purge_delay_ms;   /* free pages keep their memory this long */
+    size_t huge_cache_bytes;   /* bound on cached huge mappings */
+    uint64_t huge_cache_ms;    /* how long a cached mapping may wait */
+    bool verbose;
+};
+extern struct hk_config hk_config;
+void hk_config_load(void);
+
+/* ---- start-up and errors (init.c, error.c) ------------------------------- */
+
+void hk_init(void);
+extern bool hk_initialized;
+__attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *p);
+__attribute__((noreturn)) void hk_fatal(const char *msg);
+void hk_warn(const char *msg);
+
+/* Internal entry points shared by the API files. */
+void *hk_malloc_slow(size_t size);
+void hk_free_slow(void *p, const char *call);
+void *hk_aligned(size_t align, size_t size);
+size_t hk_usable_size(const void *p, const char *call);
+
+#pragma GCC visibility pop
+
+#endif /* HAKMEM_INTERNAL_H */

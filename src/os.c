@@ -1,0 +1,84 @@
+/*
+ * The operating system behind one small layer: reserving address space,
+ * committing it, giving memory back, and the clock used for purge delays.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "stats.h"
+
+/* Address space only: no memory and no commit charge until hk_os_commit. */
+void *hk_os_reserve_aligned(size_t size, size_t align)
+{
+    size_t span = size + align;
+    char *p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    hk_stat_syscall();
+    char *start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+    if (start > p)
+        munmap(p, (size_t)(start - p));
+    if (start + size < p + span)
+        munmap(start + size, (size_t)(p + span - (start + size)));
+    return start;
+}
+
+bool hk_os_commit(void *p, size_t size)
+{
+    hk_stat_syscall();
+    return mprotect(p, size, PROT_READ | PROT_WRITE) == 0;
+}
+
+/* The memory goes back to the OS; the range stays usable and reads as zero. */
+void hk_os_purge(void *p, size_t size)
+{
+    hk_stat_syscall();
+    madvise(p, size, MADV_DONTNEED);
+}
+
+void *hk_os_map(size_t size)
+{
+    hk_stat_syscall();
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* A mapping of at least size bytes starting at a multiple of align (a power
+ * of two above the OS page size); *mapped receives its length. */
+void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped)
+{
+    if (align <= HK_OS_PAGE) {
+        *mapped = size;
+        return hk_os_map(size);
+    }
+    if (size + align < size)
+        return NULL;
+    char *p = hk_os_map(size + align);
+    if (p == NULL)
+        return NULL;
+    char *start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+    if (start > p)
+        munmap(p, (size_t)(start - p));
+    size_t tail = (size_t)(p + size + align - (start + size));
+    if (tail > 0)
+        munmap(start + size, tail);
+    *mapped = size;
+    return start;
+}
+
+void hk_os_unmap(void *p, size_t size)
+{
+    hk_stat_syscall();
+    munmap(p, size);
+}
+
+uint64_t hk_clock_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,181 @@
+/*
+ * The life of a page.
+ *
+ * A page's blocks are, at any moment, in exactly one of these places:
+ *   - with the user;
+ *   - in the owning thread's TLS list (only for the class's current page);
+ *   - in local_free (freed by the owner) or remote (freed by other threads);
+ *   - in the heap's delayed list (freed by another thread while the page was full);
+ *   - never carved yet (`unbumped`, at the end of the page).
+ * `used` counts every block not in local_free and not unbumped, so it reaches
+ * zero exactly when a local free makes the page empty.  Taking free blocks
+ * for the TLS list always empties local_free, after which used is simply
+ * capacity - unbumped: no list is ever walked to count it.
+ *
+ * A page whose blocks are all out is FULL: it leaves the class queue, and
+ * `used` becomes a sentinel 1 so that the first local free into it reaches
+ * zero and brings it back (hk_page_event); other threads, seeing the FULL
+ * mark in `remote`, send their frees to the heap's delayed list, which the
+ * owner drains on its next refill.  So free's fast path needs one counter
+ * decrement and one branch for every page transition.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
+{
+    const struct hk_class *k = &hk_classes[cls];
+    pg->local_free = NULL;
+    pg->used = 0;
+    pg->block_size = k->block_size;
+    atomic_store_explicit(&pg->remote, 0, memory_order_relaxed);
+    pg->heap = h;
+    pg->next = pg->prev = NULL;
+    pg->capacity = k->capacity;
+    pg->unbumped = k->capacity;
+    pg->cls = (uint8_t)cls;
+    pg->kind = k->kind;
+}
+
+/* Link the next batch of never-used blocks into a list. */
+static void *page_carve(struct hk_page *pg)
+{
+    const struct hk_class *k = &hk_classes[pg->cls];
+    unsigned n = pg->unbumped < k->batch ? pg->unbumped : k->batch;
+    size_t size = pg->block_size;
+    char *first = hk_page_base(pg) + (size_t)(pg->capacity - pg->unbumped) * size;
+    char *b = first;
+    for (unsigned i = 1; i < n; i++, b += size)
+        *(void **)b = b + size;
+    *(void **)b = NULL;
+    pg->unbumped = (uint16_t)(pg->unbumped - n);
+    return first;
+}
+
+/* All the free blocks the page can give now, as a list, or NULL. */
+static void *page_take(struct hk_page *pg)
+{
+    void *list = pg->local_free;
+    if (list != NULL) {
+        pg->local_free = NULL;
+    } else if (atomic_load_explicit(&pg->remote, memory_order_relaxed) != 0) {
+        list = (void *)atomic_exchange_explicit(&pg->remote, 0, memory_order_acquire);
+    } else if (pg->unbumped != 0) {
+        list = page_carve(pg);
+    } else {
+        return NULL;
+    }
+    pg->used = pg->capacity - pg->unbumped;
+    return list;
+}
+
+void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg)
+{
+    struct hk_page *head = h->queue[pg->cls];
+    pg->prev = NULL;
+    pg->next = head;
+    if (head != NULL)
+        head->prev = pg;
+    h->queue[pg->cls] = pg;
+}
+
+void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg)
+{
+    if (pg->prev != NULL)
+        pg->prev->next = pg->next;
+    else
+        h->queue[pg->cls] = pg->next;
+    if (pg->next != NULL)
+        pg->next->prev = pg->prev;
+    pg->next = pg->prev = NULL;
+}
+
+/* The TLS list of class cls is empty: refill it from the current page, the
+ * class queue or a fresh page, and return one block (NULL: out of memory). */
+void *hk_refill(struct hk_heap *h, unsigned cls)
+{
+    if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
+        hk_heap_drain_delayed(h);
+    struct hk_page *pg = h->current[cls];
+    for (;;) {
+        if (pg != NULL) {
+            void *list = page_take(pg);
+            if (list != NULL) {
+                hk_tls.free[cls] = *(void **)list;
+                return list;
+            }
+            uintptr_t none = 0;
+            if (!atomic_compare_exchange_strong_explicit(&pg->remote, &none, HK_REMOTE_FULL,
+                                                         memory_order_acq_rel,
+                                                         memory_order_relaxed))
+                continue; /* another thread just freed into it */
+            pg->state = HK_PAGE_FULL;
+            pg->used = 1;
+        }
+        pg = h->queue[cls];
+        if (pg != NULL) {
+            hk_page_queue_remove(h, pg);
+        } else {
+            pg = hk_arena_page_alloc(h, hk_classes[cls].kind);
+            if (pg == NULL) {
+                h->current[cls] = NULL;
+                errno = ENOMEM;
+                return NULL;
+            }
+            page_init(pg, h, cls);
+        }
+        pg->state = HK_PAGE_CURRENT;
+        h->current[cls] = pg;
+    }
+}
+
+/* A local free brought `used` to zero: the page is either empty, or was
+ * full and has a free block again. */
+void hk_page_event(void *block)
+{
+    struct hk_page *pg = hk_page_of_block(block);
+    struct hk_heap *h = pg->heap;
+    switch (pg->state) {
+    case HK_PAGE_FULL:
+        pg->used = pg->capacity - 1;
+        atomic_store_explicit(&pg->remote, 0, memory_order_release);
+        pg->state = HK_PAGE_AVAILABLE;
+        hk_page_queue_push(h, pg);
+        break;
+    case HK_PAGE_AVAILABLE:
+        hk_page_queue_remove(h, pg);
+        hk_page_retire(pg);
+        break;
+    default:
+        break; /* the current page stays, even empty: it will be used again */
+    }
+}
+
+/* Free from a thread that does not own the page. */
+void hk_page_free_remote(struct hk_page *pg, void *p)
+{
+    uintptr_t old = atomic_load_explicit(&pg->remote, memory_order_relaxed);
+    do {
+        if (old == HK_REMOTE_FULL) {
+            struct hk_heap *h = pg->heap;
+            void *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
+            do
+                *(void **)p = head;
+            while (!atomic_compare_exchange_weak_explicit(&h->delayed, &head, p,
+                                                          memory_order_release,
+                                                          memory_order_relaxed));
+            return;
+        }
+        *(uintptr_t *)p = old;
+    } while (!atomic_compare_exchange_weak_explicit(&pg->remote, &old, (uintptr_t)p,
+                                                    memory_order_release, memory_order_relaxed));
+}
+
+void hk_page_retire(struct hk_page *pg)
+{
+    struct hk_heap *h = pg->heap;
+    hk_arena_page_free(pg);
+    if (pg->freed_at >= h->purge_at)
+        hk_heap_collect(h, false);
+}

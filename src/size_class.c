@@ -1,0 +1,64 @@
+/*
+ * Size classes: 16-byte steps up to 1 KiB (so malloc's fast path indexes its
+ * lists by (size + 15) >> 4 with no table), then four classes per doubling up
+ * to 512 KiB: the rounding waste stays under 25% and the count small.
+ */
+#include "internal.h"
+
+struct hk_class hk_classes[HK_NCLASSES];
+
+static unsigned class_kind(size_t size)
+{
+    if (size <= HK_SMALL_MAX)
+        return HK_SMALL;
+    return size <= HK_MEDIUM_MAX ? HK_MEDIUM : HK_LARGE;
+}
+
+void hk_classes_init(void)
+{
+    for (unsigned c = 1; c < HK_NCLASSES; c++) {
+        size_t size;
+        if (c <= 64) {
+            size = (size_t)c * 16;
+        } else {
+            /* classes 65.. are 1280, 1536, 1792, 2048, 2560, ... */
+            unsigned group = (c - 65) / 4, step = (c - 65) % 4;
+            size = ((size_t)1024 << group) + ((size_t)(step + 1) << (group + 8));
+        }
+        struct hk_class *k = &hk_classes[c];
+        k->block_size = (uint32_t)size;
+        k->kind = (uint8_t)class_kind(size);
+        size_t page = (size_t)1 << hk_page_shift(k->kind);
+        k->capacity = (uint16_t)((page - HK_PAGE_HEADER_SIZE) / size);
+        k->div_magic = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
+        /* Carve about 4 KiB at a time from a fresh page, at least 8 blocks:
+         * touch memory only as it is needed, but not refill too often. */
+        size_t batch = 4096 / size;
+        if (batch < 8)
+            batch = 8;
+        if (batch > k->capacity)
+            batch = k->capacity;
+        k->batch = (uint16_t)batch;
+    }
+    hk_classes[0] = hk_classes[1];
+}
+
+unsigned hk_size_class(size_t size)
+{
+    if (size <= HK_FAST_MAX)
+        return size == 0 ? 1 : (unsigned)((size + 15) >> 4);
+    size_t s = size - 1;
+    unsigned bits = 63 - (unsigned)__builtin_clzl(s); /* size in (2^bits, 2^(bits+1)] */
+    unsigned step = (unsigned)(s >> (bits - 2)) & 3;
+    return 65 + (bits - 10) * 4 + step;
+}
+
+unsigned hk_aligned_class(size_t size, size_t align)
+{
+    if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
+        return 0;
+    for (unsigned c = hk_size_class(size); c < HK_NCLASSES; c++)
+        if (hk_classes[c].block_size % align == 0)
+            return c;
+    return 0;
+}

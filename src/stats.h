@@ -1,0 +1,31 @@
+/*
+ * Process-wide counters of operating-system work.  They change only next to
+ * a system call, so a relaxed atomic add costs nothing that matters; nothing
+ * on malloc's or free's fast path touches them.
+ */
+#ifndef HAKMEM_STATS_H
+#define HAKMEM_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct hk_os_stats {
+    _Atomic uint64_t syscalls;
+    _Atomic uint64_t arenas;
+    _Atomic uint64_t purged_bytes;
+    _Atomic uint64_t huge_allocs;
+    _Atomic uint64_t huge_cache_hits;
+};
+extern struct hk_os_stats hk_os_stats;
+
+static inline void hk_stat_add(_Atomic uint64_t *counter, uint64_t n)
+{
+    atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
+}
+
+static inline void hk_stat_syscall(void)
+{
+    hk_stat_add(&hk_os_stats.syscalls, 1);
+}
+
+#endif /* HAKMEM_STATS_H */
