@@ -1,0 +1,78 @@
+# Benchmark suite: `make bench`, `make bench-ipo`, `make bench-remote`,
+# `make ab A=<rev> B=<rev>`, `make soak DURATION=<s>`.  See bench/README.md.
+
+BENCH_OUT    := $(BUILD)/bench
+BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -pthread \
+	-Ibench/common $(CFLAGS)
+BENCH_LIBS   := -pthread -ldl -lm
+
+BENCH_NAMES  := random_mixed server xthread churn false_sharing \
+	realloc_growth calloc_zero aligned large soak
+BENCH_BINS   := $(BENCH_NAMES:%=$(BENCH_OUT)/%)
+BENCH_OBJS   := $(patsubst bench/common/%.c,$(BENCH_OUT)/obj/%.o,\
+	$(wildcard bench/common/*.c))
+BENCH_COMMON := $(BENCH_OUT)/libharness.a
+BENCH_HDRS   := $(wildcard bench/common/*.h)
+BENCH_NOOP   := $(BENCH_OUT)/libnoop_malloc.so
+
+# Driver options, all optional: QUICK=1 RUNS=N WORKLOADS=a,b ALLOCATORS=x,y
+# IPO=1 (callgrind instructions/op) SYSCALLS=1 (strace syscalls/op)
+# RSS_TRACE=1 (RSS over time) BENCH_ARGS='...' (any other driver flag).
+BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(RUNS),--runs $(RUNS)) \
+	$(if $(WORKLOADS),--workloads $(WORKLOADS)) \
+	$(if $(ALLOCATORS),--allocators $(ALLOCATORS)) \
+	$(if $(IPO),--ipo) $(if $(SYSCALLS),--syscalls) \
+	$(if $(RSS_TRACE),--rss-trace) $(BENCH_ARGS)
+BENCH_PY := python3 bench/hakbench.py
+
+.PHONY: bench bench-build bench-deps bench-lib bench-ipo bench-remote ab soak
+
+bench-build: $(BENCH_BINS) $(BENCH_NOOP)
+
+$(BENCH_OUT)/obj/%.o: bench/common/%.c $(BENCH_HDRS) bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -c $< -o $@
+
+$(BENCH_COMMON): $(BENCH_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $(BENCH_OBJS)
+
+$(BENCH_OUT)/%: bench/workloads/%.c $(BENCH_COMMON) $(BENCH_HDRS) bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) $< $(BENCH_COMMON) -o $@ $(BENCH_LIBS)
+
+# The floor for instructions per operation: a malloc that does no work.
+$(BENCH_NOOP): bench/noop_malloc.c bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -fPIC -shared \
+		-fno-builtin -o $@ $<
+
+bench-deps:
+	@sh scripts/install-bench-deps.sh
+
+# hakmem may not build yet: the suite then runs the peers and says so.
+bench-lib:
+	@$(MAKE) --no-print-directory lib || \
+		echo "bench: 'make lib' failed; hakmem will be reported as failed"
+
+bench: bench-deps bench-build bench-lib
+	@$(BENCH_PY) run $(BENCH_FLAGS)
+
+# Headline 1: callgrind instructions per op above the no-op floor.
+bench-ipo: bench-deps bench-build bench-lib
+	@$(BENCH_PY) ipo $(BENCH_FLAGS)
+
+# Headline 2: 50% remote frees, throughput and RSS over time.
+bench-remote: bench-deps bench-build bench-lib
+	@$(BENCH_PY) run --workloads xthread-50 --rss-trace $(BENCH_FLAGS)
+
+# A/B of two revisions of libhakmem.so; B defaults to the work tree.  The
+# top-level Makefile has its own A (the static library), so only an A given
+# on the command line is a revision.
+AB_A := $(if $(filter command line,$(origin A)),$(A))
+AB_B := $(if $(filter command line,$(origin B)),$(B),WORKTREE)
+ab: bench-deps bench-build
+	@$(BENCH_PY) ab --a "$(AB_A)" --b "$(AB_B)" $(BENCH_FLAGS)
+
+soak: bench-deps bench-build bench-lib
+	@$(BENCH_PY) soak $(if $(DURATION),--duration $(DURATION)) $(BENCH_FLAGS)
