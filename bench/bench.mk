@@ -23,7 +23,9 @@ BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(RUNS),--runs $(RUNS)) \
 	$(if $(ALLOCATORS),--allocators $(ALLOCATORS)) \
 	$(if $(IPO),--ipo) $(if $(SYSCALLS),--syscalls) \
 	$(if $(RSS_TRACE),--rss-trace) $(BENCH_ARGS)
-BENCH_PY := python3 bench/hakbench.py
+# Debian's python3, where Debian's matplotlib is installed (a python3 earlier
+# in PATH, e.g. from pyenv, would not see it).
+BENCH_PY := $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3) bench/hakbench.py
 
 .PHONY: bench bench-build bench-deps bench-lib bench-ipo bench-remote ab soak
 
@@ -64,7 +66,7 @@ bench-ipo: bench-deps bench-build bench-lib
 
 # Headline 2: 50% remote frees, throughput and RSS over time.
 bench-remote: bench-deps bench-build bench-lib
-	@$(BENCH_PY) run --workloads xthread-50 --rss-trace $(BENCH_FLAGS)
+	@$(BENCH_PY) run --workloads xthread-50 --rss-trace --scale 5 $(BENCH_FLAGS)
 
 # A/B of two revisions of libhakmem.so; B defaults to the work tree.  The
 # top-level Makefile has its own A (the static library), so only an A given

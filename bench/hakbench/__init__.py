@@ -1,0 +1,1 @@
+"""hakbench: the driver of hakmem's benchmark suite (see bench/README.md)."""

@@ -1,0 +1,111 @@
+"""The allocators under test: which exist here, how to preload them, and how
+to tell that a run was really served by the one we meant."""
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Optional
+
+from . import paths
+
+_DEBIAN_LIBS = "/usr/lib/x86_64-linux-gnu"
+
+# Peers in table order.  tcmalloc_minimal is gperftools' allocator without the
+# heap profiler hooks, the one to compare against.
+PEERS = [
+    ("mimalloc", ["libmimalloc.so.2"]),
+    ("jemalloc", ["libjemalloc.so.2"]),
+    ("tcmalloc", ["libtcmalloc_minimal.so.4", "libtcmalloc.so.4"]),
+]
+
+
+@dataclass
+class Allocator:
+    name: str
+    lib: Optional[str]          # preloaded file; None for glibc
+    version: str = ""
+    broken: Optional[str] = None  # why it cannot run (e.g. did not build)
+    is_peer: bool = True        # False for hakmem: ratios are to the best peer
+
+    def env(self, base=None):
+        env = dict(os.environ if base is None else base)
+        env.pop("LD_PRELOAD", None)
+        if self.lib:
+            env["LD_PRELOAD"] = self.lib
+        return env
+
+    def command_prefix(self):
+        return f"LD_PRELOAD={paths.rel(self.lib)} " if self.lib else ""
+
+    def serves(self, provider_file):
+        """True if provider_file (from the probe) is this allocator."""
+        if self.lib is None:
+            return os.path.basename(provider_file).startswith("libc.so")
+        return os.path.realpath(provider_file) == os.path.realpath(self.lib)
+
+
+def _dpkg_version(path):
+    try:
+        pkg = subprocess.run(["dpkg", "-S", os.path.realpath(path)],
+                             capture_output=True, text=True, check=True)
+        name = pkg.stdout.split(":")[0]
+        ver = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name],
+                             capture_output=True, text=True, check=True)
+        return f"{name} {ver.stdout.strip()}"
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def git_version(repo):
+    try:
+        rev = subprocess.run(["git", "-C", repo, "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain",
+                                "--untracked-files=no", "--", "src", "include"],
+                               capture_output=True, text=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def hakmem(lib=paths.HAKMEM_LIB, name="hakmem", version=None):
+    a = Allocator(name, os.path.abspath(lib), is_peer=False,
+                  version=version if version is not None else git_version(paths.REPO))
+    if not os.path.exists(a.lib):
+        a.broken = f"{paths.rel(a.lib)} not built (make lib failed?)"
+    return a
+
+
+def glibc():
+    return Allocator("glibc", None, version="glibc " + os.confstr("CS_GNU_LIBC_VERSION").split()[-1])
+
+
+def peers():
+    found = []
+    for name, files in PEERS:
+        for f in files:
+            path = os.path.join(_DEBIAN_LIBS, f)
+            if os.path.exists(path):
+                found.append(Allocator(name, path, version=_dpkg_version(path)))
+                break
+    return found
+
+
+def noop_floor():
+    return Allocator("floor", paths.NOOP_LIB, version="no-op malloc",
+                     is_peer=False)
+
+
+def select(allocs, wanted):
+    """Keep the allocators named in wanted (comma list), in table order."""
+    if not wanted:
+        return allocs
+    names = [w.strip() for w in wanted.split(",") if w.strip()]
+    unknown = set(names) - {a.name for a in allocs}
+    if unknown:
+        raise SystemExit(f"unknown or unavailable allocator(s): {', '.join(sorted(unknown))}"
+                         f" (have: {', '.join(a.name for a in allocs)})")
+    return [a for a in allocs if a.name in names]
+
+
+def default_set(wanted=None):
+    return select([hakmem(), glibc()] + peers(), wanted)

@@ -1,0 +1,47 @@
+"""Instructions per operation, counted by valgrind's callgrind.
+
+Only instructions executed inside the workload's bench_loop function (and
+everything it calls: malloc, free, ...) are counted (--toggle-collect), so
+process start-up and the final clean-up are left out.  Callgrind counts are
+deterministic for single-threaded workloads, so one run suffices.
+"""
+import os
+import re
+import tempfile
+
+from . import runner
+
+VALGRIND = ["valgrind", "--tool=callgrind", "--toggle-collect=bench_loop"]
+
+
+def count(allocator, workload, timeout=900.0):
+    """Returns a dict: ir, ops, ipo (instructions per op), or error; and the
+    command that was run."""
+    argv = workload.argv(workload.ipo_scale)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        wrapper = VALGRIND + [f"--callgrind-out-file={out}"]
+        run = runner.run(allocator, argv, workload.needs, timeout=timeout,
+                         wrapper=wrapper)
+        cmd = run.command.replace(out, "callgrind.out")
+        if not run.ok:
+            return {"error": run.error, "command": cmd}
+        ir = _total_ir(out)
+    if ir is None:
+        return {"error": "no totals in callgrind output", "command": cmd}
+    ops = run.result["ops"]
+    return {"ir": ir, "ops": ops, "ipo": ir / ops if ops else None, "command": cmd}
+
+
+def _total_ir(path):
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"(?:totals|summary):\s+(\d+)", line)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def available():
+    from shutil import which
+    return which("valgrind") is not None

@@ -1,0 +1,131 @@
+"""The interleaved suite: every workload, every allocator, N runs each.
+
+For each workload and each run index, every allocator runs once before the
+next run index starts (A B C D A B C D ...), so a slow spell of the shared
+machine hits all allocators alike rather than one.
+"""
+import sys
+import time
+
+from . import callgrind, stats, syscalls
+from . import runner as runner_mod
+
+# The figures summarised over runs, from each run's result line.
+FIGURES = ["ops_per_sec", "seconds", "peak_rss_kb", "rss_after_free_kb",
+           "rss_after_trim_kb", "rss_start_kb"]
+
+
+def _short(v):
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
+class Progress:
+    """One line per run index of each workload, with a rough time left."""
+
+    def __init__(self, total_runs):
+        self.total = total_runs
+        self.done = 0
+        self.start = time.monotonic()
+
+    def step(self, n=1):
+        self.done += n
+
+    def eta(self):
+        elapsed = time.monotonic() - self.start
+        if not self.done:
+            return f"{elapsed:4.0f}s elapsed"
+        left = elapsed / self.done * (self.total - self.done)
+        return f"{elapsed:4.0f}s elapsed, ~{left:.0f}s left"
+
+    def say(self, text):
+        print(text, flush=True)
+
+
+def summarize_cell(runs, extra_keys):
+    ok = [r for r in runs if r.ok]
+    cell = {
+        "runs": [dict(r.result, wall=r.wall) for r in ok],
+        "failures": [{"error": r.error, "command": r.command} for r in runs if not r.ok],
+        "command": runs[0].command if runs else "",
+        "provider": ok[0].probe.get("malloc") if ok else None,
+    }
+    for key in FIGURES + list(extra_keys):
+        cell[key] = stats.summarize([r.result.get(key) for r in ok])
+    if any(r.samples for r in ok):
+        # The RSS trace of the run with the median throughput.
+        by_speed = sorted(ok, key=lambda r: r.result["ops_per_sec"])
+        cell["samples"] = by_speed[len(by_speed) // 2].samples
+    return cell
+
+
+def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
+              sample_ms=0, timeout=300.0, floor=None, out=print):
+    progress = Progress(len(workloads) * runs * len(allocs))
+    results = []
+    for wi, w in enumerate(workloads, 1):
+        argv = w.argv(scale)
+        out(f"[{wi}/{len(workloads)}] {w.name}: {w.about}")
+        per_alloc = {a.name: [] for a in allocs}
+        for i in range(runs):
+            line = []
+            for a in allocs:
+                r = runner_mod.run(a, argv, w.needs, timeout=timeout, sample_ms=sample_ms)
+                per_alloc[a.name].append(r)
+                progress.step()
+                line.append(f"{a.name} {_short(r.result['ops_per_sec'])}" if r.ok
+                            else f"{a.name} FAIL")
+            out(f"    run {i + 1}/{runs}: " + "  ".join(line) + f"   ({progress.eta()})")
+        for a in allocs:
+            for r in per_alloc[a.name]:
+                if not r.ok:
+                    out(f"    {a.name} failed: {r.error}\n      command: {r.command}")
+                    break
+        entry = {
+            "name": w.name, "about": w.about, "binary": w.binary,
+            "args": argv[1:], "extra": w.extra,
+            "op_unit": next((r.result.get("op_unit") for rs in per_alloc.values()
+                             for r in rs if r.ok), "call"),
+            "cells": {a.name: summarize_cell(per_alloc[a.name], w.extra) for a in allocs},
+        }
+        if ipo:
+            _add_ipo(entry, w, allocs, floor, out)
+        if count_syscalls:
+            _add_syscalls(entry, w, allocs, scale, out)
+        results.append(entry)
+    return results
+
+
+def _add_ipo(entry, w, allocs, floor, out):
+    out(f"    callgrind ({w.ipo_scale:g}x the ops): ", end="")
+    floor_ipo = None
+    if floor is not None:
+        f = callgrind.count(floor, w)
+        entry["ipo_floor"] = f
+        floor_ipo = f.get("ipo")
+        out(f"floor {floor_ipo:.1f}  " if floor_ipo else "floor n/a  ", end="")
+    for a in allocs:
+        c = callgrind.count(a, w)
+        if c.get("ipo") is not None and floor_ipo is not None:
+            c["above_floor"] = c["ipo"] - floor_ipo
+        entry["cells"][a.name]["ipo"] = c
+        out(f"{a.name} {c['ipo']:.1f}  " if c.get("ipo") is not None
+            else f"{a.name} FAIL  ", end="")
+    out("")
+
+
+def _add_syscalls(entry, w, allocs, scale, out):
+    out("    strace: ", end="")
+    for a in allocs:
+        c = syscalls.count(a, w, scale)
+        entry["cells"][a.name]["syscalls"] = c
+        out(f"{a.name} {c['per_op']:.2g}/op  " if c.get("per_op") is not None
+            else f"{a.name} FAIL  ", end="")
+    out("")
+
+
+def printer(text="", end="\n"):
+    sys.stdout.write(text + end)
+    sys.stdout.flush()

@@ -1,0 +1,101 @@
+"""The workloads of the suite and their default sizes.
+
+Each default is sized to take a few tenths of a second with the fast
+allocators on a 2-core machine, so that the whole interleaved suite stays
+within `make bench`'s 10-minute budget; --quick scales the work by 1/10.
+"""
+from dataclasses import dataclass, field
+from typing import Callable, List
+
+from . import paths
+
+# Functions every workload's probe must find in the allocator under test.
+CORE = ["malloc", "free", "calloc", "realloc"]
+
+
+@dataclass
+class Workload:
+    name: str
+    binary: str
+    make_args: Callable[[float], List]   # scale -> arguments
+    about: str
+    needs: List[str] = field(default_factory=lambda: list(CORE))
+    ipo_scale: float = 0.1               # callgrind runs ~50x slower
+    extra: List[str] = field(default_factory=list)  # result keys to show
+
+    def argv(self, scale=1.0):
+        return [paths.binary(self.binary)] + [str(a) for a in self.make_args(scale)]
+
+
+def n(count, scale, least=1):
+    return max(least, int(count * scale))
+
+
+def _random_mixed(name, lo, hi, about, dist="uniform"):
+    return Workload(
+        name, "random_mixed",
+        lambda s: [n(20_000_000, s), 400, lo, hi, 42] + ([dist] if dist != "uniform" else []),
+        about)
+
+
+ALL = [
+    _random_mixed("random-mixed-tiny", 16, 1024,
+                  "random-mixed, 16-1024 B, working set 400 (the headline)"),
+    _random_mixed("random-mixed-small", 16, 2048, "random-mixed, 16-2048 B"),
+    _random_mixed("random-mixed-medium", 4096, 32768, "random-mixed, 4-32 KiB"),
+    _random_mixed("random-mixed-mixed", 16, 32768, "random-mixed, 16 B-32 KiB"),
+    _random_mixed("random-mixed-app", 16, 32768,
+                  "random-mixed, 80% 16-256 B, 15% 257-2048 B, 5% 2-32 KiB", "app"),
+    Workload("server", "server",
+             lambda s: [4, n(2_500_000, s), 1000, 16, 512, 1000, 42],
+             "4 threads, Larson-style, slot sets swapped between threads"),
+    Workload("xthread-0", "xthread",
+             lambda s: [2, n(4_000_000, s), 0, 256, 16, 1024, 42],
+             "2 threads, no remote frees"),
+    Workload("xthread-50", "xthread",
+             lambda s: [2, n(4_000_000, s), 50, 256, 16, 1024, 42],
+             "2 threads, 50% of frees by the other thread"),
+    Workload("xthread-90", "xthread",
+             lambda s: [2, n(4_000_000, s), 90, 256, 16, 1024, 42],
+             "2 threads, 90% of frees by the other thread"),
+    Workload("churn", "churn",
+             lambda s: [n(100, s, 10), 4, 20_000, 16, 4096, 42],
+             "waves of 4 short-lived threads; RSS growth over the waves",
+             extra=["rss_growth_pct", "threads_per_sec"]),
+    Workload("false-sharing-passive", "false_sharing",
+             lambda s: [2, n(100, s), 1_000_000, 8, "passive"],
+             "objects from main handed to 2 writer threads (op = write)"),
+    Workload("false-sharing-active", "false_sharing",
+             lambda s: [2, n(100, s), 1_000_000, 8, "active"],
+             "2 threads each allocate and write an object (op = write)"),
+    Workload("realloc-growth", "realloc_growth",
+             lambda s: [n(3_000_000, s), 32, 65536, 42],
+             "32 buffers grown by realloc up to 64 KiB"),
+    Workload("calloc", "calloc_zero",
+             lambda s: [n(3_000_000, s), 400, 16, 16384, 42],
+             "random-mixed with calloc, 16 B-16 KiB, zeroing checked"),
+    Workload("aligned", "aligned",
+             lambda s: [n(5_000_000, s), 400, 16, 1024, 4096, 42],
+             "posix_memalign/aligned_alloc, alignment 16 B-4 KiB",
+             needs=CORE + ["posix_memalign", "aligned_alloc"]),
+    Workload("large", "large",
+             lambda s: [n(200, s, 20), 8, 65536, 32 << 20, 4096, 42],
+             "64 KiB-32 MiB blocks, every page written", ipo_scale=0.25),
+]
+
+BY_NAME = {w.name: w for w in ALL}
+
+
+def select(wanted):
+    """Workloads named in a comma list (a name ending in '*' is a prefix)."""
+    if not wanted:
+        return list(ALL)
+    chosen = []
+    for pat in [p.strip() for p in wanted.split(",") if p.strip()]:
+        match = [w for w in ALL
+                 if w.name == pat or (pat.endswith("*") and w.name.startswith(pat[:-1]))]
+        if not match:
+            raise SystemExit(f"unknown workload '{pat}'; have: "
+                             + ", ".join(w.name for w in ALL))
+        chosen += [w for w in match if w not in chosen]
+    return chosen
