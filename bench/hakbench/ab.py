@@ -1,0 +1,117 @@
+"""A/B: two revisions of libhakmem.so, interleaved, with a GO/NO-GO verdict.
+
+Each revision is checked out in a git worktree under build/ab/<commit> and
+built there with `make lib` (the special revision WORKTREE is the current
+work tree, built in place).  The same workload binaries run both libraries,
+A B A B ..., and each workload's change is the ratio of the medians.  The
+verdict follows the original hakmem's protocol: GO above +1%, NO-GO below
+-1%, NEUTRAL in between; a change smaller than the runs' own spread (largest
+CV of the two) is marked as within noise.
+"""
+import json
+import os
+import subprocess
+
+from . import allocators, machine, output, paths, suite, tables
+
+BAND_PCT = 1.0
+
+
+def _clean_env():
+    # `make ab A=...` puts A= into MAKEFLAGS, and the top-level Makefile has a
+    # variable A of its own: a sub-make must not inherit it.
+    env = dict(os.environ)
+    for k in ("MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKELEVEL"):
+        env.pop(k, None)
+    return env
+
+
+def _git(*args):
+    return subprocess.run(["git", "-C", paths.REPO] + list(args), capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def build(rev):
+    """Build libhakmem.so at rev; returns (label, path to the library)."""
+    if rev == "WORKTREE":
+        print("ab: building the work tree (make lib)", flush=True)
+        p = subprocess.run(["make", "-C", paths.REPO, "lib"], env=_clean_env(),
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"ab: make lib failed in the work tree:\n{p.stderr[-2000:]}")
+        return "worktree" + ("+" + allocators.git_version(paths.REPO)), paths.HAKMEM_LIB
+    try:
+        sha = _git("rev-parse", "--verify", rev + "^{commit}")
+    except subprocess.CalledProcessError:
+        raise SystemExit(f"ab: '{rev}' is not a git revision here")
+    tree = os.path.join(paths.BUILD, "ab", sha[:12])
+    lib = os.path.join(tree, "build", "libhakmem.so")
+    if not os.path.isdir(tree):
+        print(f"ab: checking out {rev} ({sha[:12]}) in {paths.rel(tree)}", flush=True)
+        _git("worktree", "add", "--detach", "--force", tree, sha)
+    if not os.path.exists(lib):
+        print(f"ab: building {rev} ({sha[:12]})", flush=True)
+        p = subprocess.run(["make", "-C", tree, "lib"], env=_clean_env(),
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"ab: make lib failed at {rev}:\n{p.stderr[-2000:]}")
+    return f"{rev} ({sha[:12]})", lib
+
+
+def verdict(change_pct, noise_pct):
+    v = "GO" if change_pct > BAND_PCT else "NO-GO" if change_pct < -BAND_PCT else "NEUTRAL"
+    return v + (" (within noise)" if abs(change_pct) < noise_pct and v != "NEUTRAL" else "")
+
+
+def run(rev_a, rev_b, workloads, runs, scale, timeout, command):
+    if not rev_a:
+        raise SystemExit("usage: make ab A=<git rev> [B=<git rev>|WORKTREE]")
+    label_a, lib_a = build(rev_a)
+    label_b, lib_b = build(rev_b)
+    a = allocators.hakmem(lib_a, name="A", version=label_a)
+    b = allocators.hakmem(lib_b, name="B", version=label_b)
+    print(f"ab: A = {label_a}\n    B = {label_b}\n"
+          f"    {len(workloads)} workloads x {runs} runs each, interleaved A B A B ...",
+          flush=True)
+    results = suite.run_suite(workloads, [a, b], runs, scale, timeout=timeout,
+                              out=suite.printer)
+    rows, doc_rows = [], []
+    for e in results:
+        ca, cb = e["cells"]["A"], e["cells"]["B"]
+        sa, sb = ca.get("ops_per_sec"), cb.get("ops_per_sec")
+        if ca["failures"] or cb["failures"] or not sa or not sb:
+            which = "A" if (ca["failures"] or not sa) else "B"
+            rows.append([e["name"], "-", "-", "-", "-", f"FAILED ({which})"])
+            doc_rows.append({"workload": e["name"], "verdict": f"FAILED ({which})"})
+            continue
+        change = 100.0 * (sb["median"] / sa["median"] - 1.0)
+        noise = max(sa["cv_pct"], sb["cv_pct"])
+        rss = 100.0 * (cb["peak_rss_kb"]["median"] / ca["peak_rss_kb"]["median"] - 1.0)
+        v = verdict(change, noise)
+        rows.append([e["name"], f"{sa['median'] / 1e6:.2f}M", f"{sb['median'] / 1e6:.2f}M",
+                     f"{change:+.2f}%", f"{noise:.1f}%", f"{rss:+.1f}%", v])
+        doc_rows.append({"workload": e["name"], "a": sa, "b": sb, "change_pct": change,
+                         "noise_pct": noise, "peak_rss_change_pct": rss, "verdict": v})
+    headers = ["workload", "A ops/s", "B ops/s", "change", "max CV", "peak RSS", "verdict"]
+    rows = [r if len(r) == 7 else r[:5] + ["-", r[5]] for r in rows]
+    print("\nA/B: change of B against A (medians of %d runs each)\n" % runs
+          + tables.text(headers, rows))
+    base = output.base("ab")
+    m = machine.describe()
+    with open(base + ".md", "w") as f:
+        f.write("\n".join([
+            "# hakmem A/B", "", f"- A: {label_a}, `{paths.rel(lib_a)}`",
+            f"- B: {label_b}, `{paths.rel(lib_b)}`",
+            f"- {runs} runs each, interleaved; scale {scale:g}; verdict: GO above "
+            f"+{BAND_PCT:g}%, NO-GO below -{BAND_PCT:g}%, NEUTRAL between",
+            f"- Machine: {m['cpu']}, {m['cores']} cores; {m['date']}",
+            f"- Command: `{command}`", "", tables.markdown(headers, rows), ""]))
+    with open(base + ".json", "w") as f:
+        json.dump({"a": label_a, "b": label_b, "runs": runs, "scale": scale,
+                   "machine": m, "command": command, "rows": doc_rows,
+                   "workloads": results}, f, indent=1)
+    output.publish_latest("ab", [base + ".md", base + ".json"])
+    print(f"\nreport: {paths.rel(base)}.md  data: {paths.rel(base)}.json")
+    return 0
+
+
