@@ -38,8 +38,8 @@ static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->kind = k->kind;
 }
 
-/* Link the next batch of never-used blocks into a list. */
-static void *page_carve(struct hk_page *pg)
+/* Link the next batch of never-used blocks in front of `list`. */
+static void *page_carve(struct hk_page *pg, void *list)
 {
     const struct hk_class *k = &hk_classes[pg->cls];
     unsigned n = pg->unbumped < k->batch ? pg->unbumped : k->batch;
@@ -48,24 +48,23 @@ static void *page_carve(struct hk_page *pg)
     char *b = first;
     for (unsigned i = 1; i < n; i++, b += size)
         *(void **)b = b + size;
-    *(void **)b = NULL;
+    *(void **)b = list;
     pg->unbumped = (uint16_t)(pg->unbumped - n);
     return first;
 }
 
-/* All the free blocks the page can give now, as a list, or NULL. */
+/* All the free blocks the page can give now, as a list, or NULL.  While the
+ * page has never-used blocks, every refill also carves a batch of them: the
+ * blocks in circulation grow towards the page's capacity, and with them the
+ * number of mallocs each refill serves. */
 static void *page_take(struct hk_page *pg)
 {
     void *list = pg->local_free;
-    if (list != NULL) {
-        pg->local_free = NULL;
-    } else if (atomic_load_explicit(&pg->remote, memory_order_relaxed) != 0) {
+    pg->local_free = NULL;
+    if (list == NULL && atomic_load_explicit(&pg->remote, memory_order_relaxed) != 0)
         list = (void *)atomic_exchange_explicit(&pg->remote, 0, memory_order_acquire);
-    } else if (pg->unbumped != 0) {
-        list = page_carve(pg);
-    } else {
-        return NULL;
-    }
+    if (pg->unbumped != 0)
+        list = page_carve(pg, list);
     pg->used = pg->capacity - pg->unbumped;
     return list;
 }
