@@ -25,7 +25,12 @@ BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(RUNS),--runs $(RUNS)) \
 	$(if $(RSS_TRACE),--rss-trace) $(BENCH_ARGS)
 # Debian's python3, where Debian's matplotlib is installed (a python3 earlier
 # in PATH, e.g. from pyenv, would not see it).
-BENCH_PY := $(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3) bench/hakbench.py
+# The make command line is recorded in the reports.
+BENCH_VARS := QUICK RUNS WORKLOADS ALLOCATORS IPO SYSCALLS RSS_TRACE BENCH_ARGS \
+	A B DURATION
+BENCH_PY = HAKBENCH_MAKE_COMMAND='$(strip make $@ $(foreach v,$(BENCH_VARS),$(if \
+	$(filter command line,$(origin $(v))),$(v)=$($(v)))))' \
+	$(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3) bench/hakbench.py
 
 .PHONY: bench bench-build bench-deps bench-lib bench-ipo bench-remote ab soak
 

@@ -1,5 +1,6 @@
 """Command line: run (the suite), ipo, ab, soak, list."""
 import argparse
+import os
 import shlex
 import sys
 
@@ -7,7 +8,10 @@ from . import allocators, chart, machine, output, paths, report, suite, workload
 
 
 def _command_line():
-    return "python3 bench/hakbench.py " + shlex.join(sys.argv[1:])
+    """The command as the user typed it: `make bench ...` when make ran us."""
+    own = "python3 bench/hakbench.py " + shlex.join(sys.argv[1:])
+    made = os.environ.get("HAKBENCH_MAKE_COMMAND", "").strip()
+    return f"{made} (runs {own})" if made else own
 
 
 def _common(p, runs_default):
@@ -37,7 +41,7 @@ def cmd_list(args):
 
 
 def cmd_run(args):
-    runs, scale = _runs_scale(args, 5)
+    runs, scale = _runs_scale(args, 7)
     allocs = allocators.default_set(args.allocators)
     chosen = workloads.select(args.workloads)
     print(f"bench: {len(chosen)} workloads x {len(allocs)} allocators x {runs} runs, "
@@ -97,7 +101,7 @@ def main(argv=None):
     sub = p.add_subparsers(dest="cmd", required=True)
 
     r = sub.add_parser("run", help="the suite: every workload x allocator, interleaved")
-    _common(r, 5)
+    _common(r, 7)
     r.add_argument("--allocators", help="comma list of hakmem,glibc,mimalloc,jemalloc,tcmalloc")
     r.add_argument("--ipo", action="store_true", help="add callgrind instructions/op")
     r.add_argument("--syscalls", action="store_true", help="add strace system calls/op")

@@ -31,10 +31,10 @@ def n(count, scale, least=1):
     return max(least, int(count * scale))
 
 
-def _random_mixed(name, lo, hi, about, dist="uniform"):
+def _random_mixed(name, lo, hi, about, dist="uniform", ops=20_000_000):
     return Workload(
         name, "random_mixed",
-        lambda s: [n(20_000_000, s), 400, lo, hi, 42] + ([dist] if dist != "uniform" else []),
+        lambda s: [n(ops, s), 400, lo, hi, 42] + ([dist] if dist != "uniform" else []),
         about)
 
 
@@ -42,8 +42,10 @@ ALL = [
     _random_mixed("random-mixed-tiny", 16, 1024,
                   "random-mixed, 16-1024 B, working set 400 (the headline)"),
     _random_mixed("random-mixed-small", 16, 2048, "random-mixed, 16-2048 B"),
-    _random_mixed("random-mixed-medium", 4096, 32768, "random-mixed, 4-32 KiB"),
-    _random_mixed("random-mixed-mixed", 16, 32768, "random-mixed, 16 B-32 KiB"),
+    _random_mixed("random-mixed-medium", 4096, 32768, "random-mixed, 4-32 KiB",
+                  ops=10_000_000),
+    _random_mixed("random-mixed-mixed", 16, 32768, "random-mixed, 16 B-32 KiB",
+                  ops=10_000_000),
     _random_mixed("random-mixed-app", 16, 32768,
                   "random-mixed, 80% 16-256 B, 15% 257-2048 B, 5% 2-32 KiB", "app"),
     Workload("server", "server",
