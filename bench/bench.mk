@@ -2,7 +2,8 @@
 # `make ab A=<rev> B=<rev>`, `make soak DURATION=<s>`.  See bench/README.md.
 
 BENCH_OUT    := $(BUILD)/bench
-BENCH_CFLAGS := -std=c11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -pthread \
+BENCH_WARN   := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+BENCH_CFLAGS := -std=c11 -O2 -g $(BENCH_WARN) -D_GNU_SOURCE -pthread \
 	-Ibench/common $(CFLAGS)
 BENCH_LIBS   := -pthread -ldl -lm
 
@@ -51,7 +52,7 @@ $(BENCH_OUT)/%: bench/workloads/%.c $(BENCH_COMMON) $(BENCH_HDRS) bench/bench.mk
 # The floor for instructions per operation: a malloc that does no work.
 $(BENCH_NOOP): bench/noop_malloc.c bench/bench.mk
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -O2 -g -Wall -Wextra -D_GNU_SOURCE -fPIC -shared \
+	$(CC) -std=c11 -O2 -g $(BENCH_WARN) -D_GNU_SOURCE -fPIC -shared \
 		-fno-builtin -o $@ $<
 
 bench-deps:

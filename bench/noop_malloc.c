@@ -7,7 +7,9 @@
  * buffer is zero-initialised (.bss), so the kernel maps it lazily and its
  * untouched pages cost nothing. */
 #include <errno.h>
+#include <malloc.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ARENA_SIZE (8ull << 30)
