@@ -14,7 +14,7 @@ from . import runner
 VALGRIND = ["valgrind", "--tool=callgrind", "--toggle-collect=bench_loop"]
 
 
-def count(allocator, workload, timeout=900.0):
+def count(allocator, workload, timeout=300.0):
     """Returns a dict: ir, ops, ipo (instructions per op), or error; and the
     command that was run."""
     argv = workload.argv(workload.ipo_scale)

@@ -20,12 +20,15 @@ def _common(p, runs_default):
     p.add_argument("--runs", type=int, help=f"runs per allocator and workload (default {runs_default})")
     p.add_argument("--scale", type=float, help="multiply every workload's work by this")
     p.add_argument("--workloads", help="comma list; 'random-mixed*' selects by prefix")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
+    p.add_argument("--timeout", type=float,
+                   help="seconds before a run counts as hung (default 60 x scale, at least 60)")
 
 
 def _runs_scale(args, runs_default):
     runs = args.runs or (2 if args.quick else runs_default)
     scale = args.scale or (0.1 if args.quick else 1.0)
+    if args.timeout is None:
+        args.timeout = 60.0 * max(1.0, scale)
     return runs, scale
 
 

@@ -72,7 +72,14 @@ def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
         for i in range(runs):
             line = []
             for a in allocs:
-                r = runner_mod.run(a, argv, w.needs, timeout=timeout, sample_ms=sample_ms)
+                earlier = per_alloc[a.name]
+                if earlier and earlier[-1].error and "timed out" in earlier[-1].error:
+                    # A hang costs the whole timeout: do not wait for it again.
+                    r = runner_mod.Run(a.name, earlier[-1].command,
+                                       error="skipped: an earlier run timed out")
+                else:
+                    r = runner_mod.run(a, argv, w.needs, timeout=timeout,
+                                       sample_ms=sample_ms)
                 per_alloc[a.name].append(r)
                 progress.step()
                 line.append(f"{a.name} {_short(r.result['ops_per_sec'])}" if r.ok

@@ -81,7 +81,7 @@ def stream(allocator, argv, needs, on_stdout=None, timeout=None):
     return r, tally
 
 
-def count(allocator, workload, scale=1.0, timeout=600.0):
+def count(allocator, workload, scale=1.0, timeout=300.0):
     """Syscalls per op for one workload; returns a dict."""
     run, counter = stream(allocator, workload.argv(scale), workload.needs,
                           timeout=timeout)
