@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# install-test-deps.sh: install, from Debian's packages, whatever `make test`
+# needs and this machine lacks.  Quiet, and quick when all is there.
+# Needs root (or sudo) only when something is missing.
+set -eu
+
+# Debian package -> a file that shows it is installed.
+declare -A need=(
+	[clang]=/usr/bin/clang
+	[libclang-rt-14-dev]=/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
+	[valgrind]=/usr/bin/valgrind
+	[gcc]=/usr/bin/gcc
+	[g++]=/usr/bin/g++
+	[make]=/usr/bin/make
+	[python3]=/usr/bin/python3
+	[libpython3.11-testsuite]=/usr/lib/python3.11/test/test_dict.py
+	[perl]=/usr/bin/perl
+	[git]=/usr/bin/git
+	[sqlite3]=/usr/bin/sqlite3
+	[coreutils]=/usr/bin/sort
+	[tar]=/bin/tar
+	[gzip]=/bin/gzip
+	[xz-utils]=/usr/bin/xz
+	[binutils]=/usr/bin/ld
+)
+
+# The clang runtime's path carries its version; any 14.x will do.
+if compgen -G '/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a' >/dev/null; then
+	need[libclang-rt-14-dev]=/bin/sh
+fi
+
+missing=()
+for pkg in "${!need[@]}"; do
+	[[ -e ${need[$pkg]} ]] || missing+=("$pkg")
+done
+((${#missing[@]} == 0)) && exit 0
+
+echo "install-test-deps: installing ${missing[*]}"
+sudo=
+if ((EUID != 0)); then
+	if command -v sudo >/dev/null; then
+		sudo=sudo
+	else
+		echo "install-test-deps: not root and no sudo; please install: ${missing[*]}" >&2
+		exit 1
+	fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,61 @@
+/* child.c: see child.h. */
+#include "child.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int run_in_child(void (*fn)(void *), void *arg, unsigned timeout_s,
+		 struct child_result *out)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -1;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], STDERR_FILENO);
+		close(fds[1]);
+		alarm(timeout_s);
+		fn(arg);
+		/* _exit: the parent's stdio buffers must not be flushed twice. */
+		_exit(0);
+	}
+	close(fds[1]);
+	out->err_len = 0;
+	for (;;) {
+		char buf[512];
+		ssize_t n = read(fds[0], buf, sizeof buf);
+		if (n <= 0)
+			break;
+		size_t room = sizeof out->err - 1 - out->err_len;
+		size_t take = (size_t)n < room ? (size_t)n : room;
+		memcpy(out->err + out->err_len, buf, take);
+		out->err_len += take;
+	}
+	out->err[out->err_len] = '\0';
+	close(fds[0]);
+	while (waitpid(pid, &out->status, 0) < 0)
+		;
+	return 0;
+}
+
+const char *describe_status(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status),
+			 strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "status 0x%x", status);
+	return buf;
+}

@@ -1,0 +1,25 @@
+/* child.h: run a function in a forked child and collect how it ended and
+ * what it wrote on stderr.  Used for behaviour that kills the process
+ * (invalid frees) and for fork-safety tests. */
+#ifndef TESTS_CHILD_H
+#define TESTS_CHILD_H
+
+#include <stddef.h>
+
+struct child_result {
+	int status;          /* as from waitpid */
+	char err[4096];      /* stderr, NUL-terminated, cut at sizeof - 1 */
+	size_t err_len;
+};
+
+/* Runs fn(arg) in a child that exits with status 0 when fn returns.  The
+ * child is killed by SIGALRM after timeout_s seconds, so a deadlock shows
+ * up as a signal instead of hanging the suite.  Returns 0, or -1 when the
+ * child could not be started. */
+int run_in_child(void (*fn)(void *), void *arg, unsigned timeout_s,
+		 struct child_result *out);
+
+/* "exited 3", "killed by SIGABRT", ...: for failure messages. */
+const char *describe_status(int status, char *buf, size_t len);
+
+#endif

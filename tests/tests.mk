@@ -1,0 +1,82 @@
+# Test suite: `make test` installs what the tests need, builds hakmem and the
+# test programs, and runs everything through tests/run.sh.
+# `make test TESTS=api/` runs only the tests whose name contains "api/".
+# `make tests-build` only builds.  See tests/README.md.
+
+T        := $(BUILD)/tests
+TEST_CC  ?= gcc
+TEST_CXX ?= g++
+SAN_CC   ?= clang
+
+# -fno-builtin: the compiler must not fold malloc(SIZE_MAX) to NULL or drop
+# a malloc/free pair; the tests are about what the library really does.
+TEST_FLAGS    := -O2 -g -pthread -D_GNU_SOURCE -fno-builtin -Itests/lib -Iinclude \
+	-Wall -Wextra -Wno-unused-result
+TEST_CFLAGS   := -std=gnu11 $(TEST_FLAGS)
+TEST_CXXFLAGS := -std=gnu++17 -fno-allocation-dce -fsized-deallocation $(TEST_FLAGS)
+
+# The three ways a program gets hakmem: nothing at link time (LD_PRELOAD at
+# run time), -lhakmem, and the static archive.  -rdynamic and -u let a test
+# find hak_malloc with dlsym and see every export of the static archive.
+LINK_SHARED := -L$(BUILD) -lhakmem -Wl,-rpath,$(abspath $(BUILD))
+LINK_STATIC := -rdynamic -Wl,-u,hak_malloc -Wl,-u,free_sized \
+	-Wl,-u,free_aligned_sized -Wl,-u,hak_collect $(A)
+
+CHECK_LIB_SRCS := $(wildcard tests/lib/*.c)
+CHECK_LIB      := $(T)/libcheck.a
+CHECK_LIB_OBJS := $(CHECK_LIB_SRCS:tests/lib/%.c=$(T)/obj/lib/%.o)
+TEST_HDRS      := $(wildcard tests/lib/*.h) include/hakmem.h
+
+# Programs run in all three configurations, named group/program.
+C_PROGS   := $(patsubst tests/%.c,%,$(wildcard tests/api/*.c tests/bad/*.c tests/threads/*.c))
+CXX_PROGS := $(patsubst tests/%.cc,%,$(wildcard tests/cxx/*.cc))
+PROGS     := $(C_PROGS) $(CXX_PROGS)
+CONFIGS   := plain linked static
+PROG_BINS := $(foreach c,$(CONFIGS),$(PROGS:%=$(T)/$(c)/%))
+
+include tests/sanitize.mk
+
+.PHONY: test tests-build tests-deps
+test:
+	@scripts/install-test-deps.sh
+	@$(MAKE) --no-print-directory lib
+	@$(MAKE) --no-print-directory tests-build
+	@tests/run.sh $(TESTS)
+
+tests-deps:
+	@scripts/install-test-deps.sh
+
+tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN)
+
+$(T)/obj/lib/%.o: tests/lib/%.c $(TEST_HDRS) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) -c $< -o $@
+
+$(CHECK_LIB): $(CHECK_LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(T)/obj/%.o: tests/%.c $(TEST_HDRS) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) -c $< -o $@
+
+$(T)/obj/%.o: tests/%.cc $(TEST_HDRS) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CXX) $(TEST_CXXFLAGS) -c $< -o $@
+
+# C programs link with the C compiler, C++ ones with the C++ driver.
+link_cmd = $(if $(filter $(CXX_PROGS),$(1)),$(TEST_CXX),$(TEST_CC))
+
+define config_rules
+$(T)/plain/$(1): $(T)/obj/$(1).o $(CHECK_LIB)
+	@mkdir -p $$(dir $$@)
+	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) -o $$@
+$(T)/linked/$(1): $(T)/obj/$(1).o $(CHECK_LIB) $(SO)
+	@mkdir -p $$(dir $$@)
+	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) $(LINK_SHARED) -o $$@
+$(T)/static/$(1): $(T)/obj/$(1).o $(CHECK_LIB) $(A)
+	@mkdir -p $$(dir $$@)
+	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) $(LINK_STATIC) -o $$@
+endef
+$(foreach p,$(PROGS),$(eval $(call config_rules,$(p))))
+
