@@ -1,0 +1,57 @@
+/*
+ * hardened_xfail.c: EXPECTED TO FAIL for now.  The contract does not yet
+ * promise to detect 16-byte aligned interior pointers or double frees (a
+ * hardened mode will); the runner reports this program as XFAIL while it
+ * fails and as XPASS once hakmem detects these.  Detection means: SIGABRT
+ * and one "hakmem: " line on stderr.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "child.h"
+
+static void *block;
+
+static void free_interior(void *arg)
+{
+	free((char *)block + (size_t)(uintptr_t)arg);
+}
+
+static void double_free(void *arg)
+{
+	(void)arg;
+	void *p = malloc(64);
+	free(p);
+	free(p);
+	/* Make a missed double free visible: the list now hands p out twice. */
+	void *a = malloc(64), *b = malloc(64);
+	(void)a;
+	(void)b;
+}
+
+static void expect_detected(const char *what, void (*fn)(void *), void *arg)
+{
+	struct child_result r;
+	if (!CHECK(run_in_child(fn, arg, 10, &r) == 0))
+		return;
+	char how[64];
+	CHECKF(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
+	       strncmp(r.err, "hakmem: ", 8) == 0 && strchr(r.err, '\n') == r.err + r.err_len - 1,
+	       "%s not detected: child %s, stderr \"%s\"", what,
+	       describe_status(r.status, how, sizeof how), r.err);
+}
+
+int main(void)
+{
+	check_init("hardened_xfail");
+	block = malloc(100000);
+	expect_detected("free(p + 16)", free_interior, (void *)16);
+	expect_detected("free(p + 4096)", free_interior, (void *)4096);
+	expect_detected("double free", double_free, NULL);
+	free(block);
+	return check_finish();
+}

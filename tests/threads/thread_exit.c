@@ -1,0 +1,125 @@
+/*
+ * thread_exit.c: memory of a thread that has exited is not lost.
+ *
+ *  - reuse: threads run one after another, each allocating, writing and
+ *    freeing 96 MiB; resident memory must not add up across them;
+ *  - release: a thread allocates 128 MiB and exits, the main thread frees
+ *    the blocks (or the thread frees them itself before exiting); after
+ *    t_collect() (hak_collect, or malloc_trim on glibc) resident memory
+ *    must be back near where it started.
+ *
+ * TEST_NO_RSS=1 skips the resident-memory bounds (sanitizer runs).
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "check.h"
+#include "rng.h"
+#include "rss.h"
+
+/* Blocks average about 2 KiB: 128 MiB takes some 64 Ki of them. */
+enum { MAX_BLOCKS = 1 << 18 };
+
+struct job {
+	size_t total;        /* bytes to allocate */
+	int free_own;        /* free them before exiting */
+	void **blocks;       /* else left here for the main thread */
+	size_t count;
+};
+
+static void *allocate_in_thread(void *arg)
+{
+	struct job *job = arg;
+	uint64_t rng = 99;
+	size_t done = 0;
+	job->count = 0;
+	while (done < job->total && job->count < MAX_BLOCKS) {
+		/* Mostly small blocks, some medium: many pages of many classes. */
+		size_t n = rng_below(&rng, 10) ? 16 + rng_below(&rng, 1000)
+					       : 1024 + rng_below(&rng, 30000);
+		void *p = t_malloc(n);
+		if (!CHECK(p != NULL))
+			break;
+		memset(p, 0x77, n);
+		job->blocks[job->count++] = p;
+		done += n;
+	}
+	if (job->free_own) {
+		for (size_t i = 0; i < job->count; i++)
+			t_free(job->blocks[i]);
+		job->count = 0;
+	}
+	return NULL;
+}
+
+static void run_thread(struct job *job)
+{
+	pthread_t t;
+	if (CHECK(pthread_create(&t, NULL, allocate_in_thread, job) == 0))
+		pthread_join(t, NULL);
+}
+
+static int rss_checked(void)
+{
+	return getenv("TEST_NO_RSS") == NULL;
+}
+
+static void test_reuse(void **blocks)
+{
+	size_t first = 0, max = 0;
+	unsigned rounds = (unsigned)test_scaled(12);
+	for (unsigned i = 0; i < rounds; i++) {
+		struct job job = { (size_t)96 << 20, 1, blocks, 0 };
+		run_thread(&job);
+		size_t rss = rss_bytes();
+		if (i == 1)
+			first = rss;
+		if (rss > max)
+			max = rss;
+	}
+	printf("reuse: RSS after thread 2: %zu MiB, max after %u threads: %zu MiB\n",
+	       first / MiB, rounds, max / MiB);
+	if (rss_checked() && rounds > 2)
+		CHECKF(max <= first + 48 * MiB,
+		       "each exited thread's memory adds up: %zu MiB after thread 2, "
+		       "%zu MiB later", first / MiB, max / MiB);
+}
+
+static void test_release(void **blocks, int free_own)
+{
+	t_collect();
+	size_t before = rss_bytes();
+	struct job job = { (size_t)128 << 20, free_own, blocks, 0 };
+	run_thread(&job);
+	size_t peak = rss_bytes();
+	for (size_t i = 0; i < job.count; i++)
+		t_free(blocks[i]);
+	t_collect();
+	size_t after = rss_bytes();
+	printf("release (%s): RSS %zu MiB -> %zu MiB -> after collect %zu MiB\n",
+	       free_own ? "thread frees" : "main frees", before / MiB, peak / MiB,
+	       after / MiB);
+	if (rss_checked())
+		CHECKF(after <= before + 32 * MiB,
+		       "128 MiB from an exited thread, all freed (%s), not released: "
+		       "RSS %zu MiB before, %zu MiB after collect",
+		       free_own ? "by the thread" : "by main", before / MiB, after / MiB);
+}
+
+int main(void)
+{
+	check_init("thread_exit");
+	/* Allocated before any measurement, so it counts in every baseline. */
+	void **blocks = t_calloc(MAX_BLOCKS, sizeof *blocks);
+	if (!CHECK(blocks != NULL))
+		return check_finish();
+	test_reuse(blocks);
+	test_release(blocks, 1);
+	test_release(blocks, 0);
+	t_free(blocks);
+	return check_finish();
+}
