@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# run.sh: run the hakmem test suite (what `make test` calls after building).
+#
+#   tests/run.sh [--glibc] [--list] [PATTERN...]
+#
+# Runs every test whose name contains one of the PATTERNs (all without
+# one), prints PASS/FAIL/XFAIL per test with its count of checks, keeps each
+# test's output in build/tests/logs/, and ends with the totals and the line
+# "N passed, N failed, N skipped".  Exits non-zero when any test failed.
+#
+# --glibc runs the C and C++ test programs against plain glibc instead (no
+# hakmem at all): a check of the tests themselves.  Expect failures there
+# only where hakmem's contract is stricter than glibc 2.36 (tests/README.md).
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+B=$ROOT/build/tests
+LIB=$ROOT/build/libhakmem.so
+LOGS=$B/logs
+TIMEOUT=${TEST_TIMEOUT:-900}
+
+glibc=0 list=0
+patterns=()
+for arg in "$@"; do
+	case $arg in
+	--glibc) glibc=1 ;;
+	--list) list=1 ;;
+	*) patterns+=("$arg") ;;
+	esac
+done
+
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+passed=0 failed=0 skipped=0 checks=0 programs=0 fuzz_execs=0
+failed_names=()
+suite_start=$SECONDS
+
+selected() {
+	((${#patterns[@]} == 0)) && return 0
+	local p
+	for p in "${patterns[@]}"; do
+		[[ $1 == *"$p"* ]] && return 0
+	done
+	return 1
+}
+
+# Sum of the numbers on lines "KEY: N" of a log.
+sum_of() {
+	awk -v key="$1:" '$1 == key && $2 ~ /^[0-9]+$/ { s += $2 } END { print s + 0 }' "$2"
+}
+
+# run NAME [--xfail] COMMAND...: one test, passed when COMMAND exits 0.
+# An --xfail test documents a known gap: its failure is reported as XFAIL
+# and counted as skipped; if it passes it is reported as XPASS.
+run() {
+	local name=$1 xfail=0
+	shift
+	if [[ ${1:-} == --xfail ]]; then
+		xfail=1
+		shift
+	fi
+	selected "$name" || return 0
+	if ((list)); then
+		echo "$name"
+		return 0
+	fi
+	local log=$LOGS/${name//[^A-Za-z0-9_.-]/_}.log start=$SECONDS rc=0
+	timeout -k 10 "$TIMEOUT" "$@" >"$log" 2>&1 </dev/null || rc=$?
+	local secs=$((SECONDS - start))
+	local n_checks n_skips
+	n_checks=$(sum_of checks "$log")
+	n_skips=$(grep -c '^skip:' "$log")
+	checks=$((checks + n_checks))
+	programs=$((programs + $(sum_of programs "$log")))
+	fuzz_execs=$((fuzz_execs + $(sum_of fuzz-execs "$log")))
+	local info="$n_checks checks, ${secs}s"
+	((n_skips)) && info+=", $n_skips parts skipped"
+	if ((rc == 0 && xfail)); then
+		echo "XPASS $name ($info): a known gap is fixed; drop --xfail"
+		passed=$((passed + 1))
+	elif ((rc == 0)); then
+		echo "PASS  $name ($info)"
+		passed=$((passed + 1))
+	elif ((xfail)); then
+		echo "XFAIL $name ($info): expected, see the test's comment"
+		skipped=$((skipped + 1))
+	else
+		((rc == 124 || rc == 137)) && info+=", TIMED OUT after ${TIMEOUT}s"
+		echo "FAIL  $name (exit $rc, $info); last lines of $log:"
+		tail -n 25 "$log" | sed 's/^/    | /'
+		failed=$((failed + 1))
+		failed_names+=("$name")
+	fi
+}
+
+# Tools the suite cannot do without; install-test-deps.sh provides them.
+require() {
+	local tool
+	for tool in "$@"; do
+		if ! command -v "$tool" >/dev/null; then
+			echo "FAIL  setup: '$tool' is not installed (run scripts/install-test-deps.sh)"
+			failed=$((failed + 1))
+			failed_names+=("setup: $tool")
+		fi
+	done
+}
+
+C_PROGS=$(cd "$ROOT/tests" && ls api/*.c bad/*.c threads/*.c cxx/*.cc | sed 's/\.cc\?$//')
+
+if ((glibc)); then
+	# The tests themselves, against glibc: TEST_ALLOCATOR=glibc skips the
+	# check that hakmem is in use.
+	for p in $C_PROGS; do
+		run "$p [glibc]" env TEST_ALLOCATOR=glibc "$B/plain/$p"
+	done
+else
+	((list)) || require clang valgrind python3 perl git gcc sqlite3 sort tar
+	[[ -f $LIB ]] || { echo "FAIL  setup: $LIB is missing (make lib)"; exit 1; }
+	export TEST_ALLOCATOR=hakmem
+
+	# 1. Every C and C++ test program, three ways of getting hakmem.
+	for p in $C_PROGS; do
+		xfail=()
+		[[ $p == bad/hardened_xfail ]] && xfail=(--xfail)
+		run "$p [preload]" "${xfail[@]}" env LD_PRELOAD="$LIB" "$B/plain/$p"
+		run "$p [linked]" "${xfail[@]}" "$B/linked/$p"
+		run "$p [static]" "${xfail[@]}" "$B/static/$p"
+	done
+
+	# 2. The allocator's own code under sanitizers (hak_* names only).
+	for p in threads/stress threads/churn threads/thread_exit; do
+		run "sanitize/asan+ubsan $p" env TEST_SCALE=25 TEST_NO_RSS=1 \
+			ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+			UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$B/asan/$p"
+		run "sanitize/tsan $p" env TEST_SCALE=10 TEST_NO_RSS=1 \
+			TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$B/tsan/$p"
+	done
+
+	# 3. libFuzzer: a bounded run (tests/fuzz/README.md has the long one).
+	run "fuzz/hak_ops" tests/fuzz/run.sh "$B/fuzz/fuzz_hak" "${FUZZ_SECONDS:-120}"
+
+	# 4. valgrind memcheck of programs linked with -lhakmem.
+	for p in threads/stress api/realloc api/calloc cxx/operators; do
+		run "valgrind $p" env TEST_SCALE=3 tests/valgrind.sh "$B/linked/$p"
+	done
+
+	# 5. Real programs under LD_PRELOAD, output compared with glibc runs.
+	for s in tests/programs/*.sh; do
+		[[ $s == */lib.sh ]] && continue
+		run "programs/$(basename "$s" .sh)" env HAKMEM_LIB="$LIB" "$s"
+	done
+fi
+
+((list)) && exit 0
+total=$((passed + failed + skipped))
+echo
+echo "tests: $total  checks: $checks  programs compared: $programs  fuzz executions: $fuzz_execs  time: $((SECONDS - suite_start))s"
+for n in "${failed_names[@]}"; do
+	echo "FAILED: $n"
+done
+echo "$passed passed, $failed failed, $skipped skipped"
+((failed == 0 && total > 0))
