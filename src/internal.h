@@ -193,6 +193,8 @@ struct hk_heap {
     struct hk_arena *arenas;  /* first arena holds this heap */
     struct hk_heap *next;     /* registry of all heaps */
     struct hk_heap *next_abandoned;
+    uint32_t queued;            /* pages in all the queues */
+    uint32_t fresh_since_sweep; /* refills that wanted a new page since */
     bool abandoned;
     uint64_t purge_at;        /* next purge due (0: nothing to purge) */
 };
@@ -215,6 +217,7 @@ void hk_heap_drain_delayed(struct hk_heap *h);
 void hk_heap_collect(struct hk_heap *h, bool force);
 void hk_heaps_collect_all(void);
 void hk_heap_init_once(void);
+void hk_heap_sweep(struct hk_heap *h);
 
 /* ---- pages (page.c) ------------------------------------------------------ */
 

@@ -53,17 +53,22 @@ static void *page_carve(struct hk_page *pg, void *list)
     return first;
 }
 
-/* All the free blocks the page can give now, as a list, or NULL.  While the
- * page has never-used blocks, every refill also carves a batch of them: the
- * blocks in circulation grow towards the page's capacity, and with them the
- * number of mallocs each refill serves. */
+/* All the free blocks the page can give now, as a list, or NULL.  A refill
+ * should serve at least a batch of mallocs: when fewer blocks were freed
+ * locally (their count follows from `used`), a batch of never-used blocks is
+ * carved in front of them.  So a page touches only about its class's peak
+ * live count plus one batch of blocks, and refills stay rare. */
 static void *page_take(struct hk_page *pg)
 {
+    const struct hk_class *k = &hk_classes[pg->cls];
     void *list = pg->local_free;
+    unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
     pg->local_free = NULL;
-    if (list == NULL && atomic_load_explicit(&pg->remote, memory_order_relaxed) != 0)
+    if (list == NULL && atomic_load_explicit(&pg->remote, memory_order_relaxed) != 0) {
         list = (void *)atomic_exchange_explicit(&pg->remote, 0, memory_order_acquire);
-    if (pg->unbumped != 0)
+        freed = k->batch; /* uncounted; reuse them before carving more */
+    }
+    if (pg->unbumped != 0 && freed < k->batch)
         list = page_carve(pg, list);
     pg->used = pg->capacity - pg->unbumped;
     return list;
@@ -77,6 +82,7 @@ void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg)
     if (head != NULL)
         head->prev = pg;
     h->queue[pg->cls] = pg;
+    h->queued++;
 }
 
 void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg)
@@ -88,6 +94,44 @@ void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg)
     if (pg->next != NULL)
         pg->next->prev = pg->prev;
     pg->next = pg->prev = NULL;
+    h->queued--;
+}
+
+/* Move the blocks other threads freed into local_free, counting them. */
+static void page_collect_remote(struct hk_page *pg)
+{
+    if (atomic_load_explicit(&pg->remote, memory_order_relaxed) == 0)
+        return;
+    void *list = (void *)atomic_exchange_explicit(&pg->remote, 0, memory_order_acquire);
+    void *tail = list;
+    int32_t n = 1;
+    while (*(void **)tail != NULL) {
+        tail = *(void **)tail;
+        n++;
+    }
+    *(void **)tail = pg->local_free;
+    pg->local_free = list;
+    pg->used -= n;
+}
+
+/* Blocks freed by other threads stay in their pages' remote lists until the
+ * owner looks; a page all of whose blocks came back that way is empty but
+ * does not know it.  Sweeping the queues finds such pages and retires them,
+ * so that their memory serves any class again. */
+void hk_heap_sweep(struct hk_heap *h)
+{
+    for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
+        struct hk_page *next;
+        for (struct hk_page *pg = h->queue[cls]; pg != NULL; pg = next) {
+            next = pg->next;
+            page_collect_remote(pg);
+            if (pg->used == 0) {
+                hk_page_queue_remove(h, pg);
+                hk_arena_page_free(pg);
+            }
+        }
+    }
+    h->fresh_since_sweep = 0;
 }
 
 /* The TLS list of class cls is empty: refill it from the current page, the
@@ -112,6 +156,10 @@ void *hk_refill(struct hk_heap *h, unsigned cls)
             pg->state = HK_PAGE_FULL;
             pg->used = 1;
         }
+        /* Before taking new memory, retire what remote frees emptied; the
+         * sweep's cost is bounded by a share of the pages taken since. */
+        if (h->queue[cls] == NULL && h->queued != 0 && ++h->fresh_since_sweep * 8 >= h->queued)
+            hk_heap_sweep(h);
         pg = h->queue[cls];
         if (pg != NULL) {
             hk_page_queue_remove(h, pg);

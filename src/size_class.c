@@ -31,11 +31,14 @@ void hk_classes_init(void)
         size_t page = (size_t)1 << hk_page_shift(k->kind);
         k->capacity = (uint16_t)((page - HK_PAGE_HEADER_SIZE) / size);
         k->div_magic = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
-        /* Carve about 4 KiB at a time from a fresh page, at least 8 blocks:
-         * touch memory only as it is needed, but not refill too often. */
-        size_t batch = 4096 / size;
-        if (batch < 8)
-            batch = 8;
+        /* A refill serves at least a batch: about 8 KiB of small blocks (at
+         * least 16), about 32 KiB of larger ones (at least 1), so that memory
+         * is touched only as it is needed but refills stay rare. */
+        size_t batch = k->kind == HK_SMALL ? 8192 / size : 32768 / size;
+        if (k->kind == HK_SMALL && batch < 16)
+            batch = 16;
+        if (batch < 1)
+            batch = 1;
         if (batch > k->capacity)
             batch = k->capacity;
         k->batch = (uint16_t)batch;
