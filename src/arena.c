@@ -2,9 +2,11 @@
  * Arenas: 4 GiB of address space each, aligned to 4 GiB, owned by one heap.
  * An arena hands out pages of its three regions and takes them back; free
  * pages keep their memory for a while (the dirty list, newest first) and are
- * then purged (the clean map).  Only the owning thread touches an arena's
- * regions; other threads only read what hk_page_of needs.
+ * then purged (the clean map).  The region state is guarded by the heap's
+ * pool lock, which only the owner's slow paths and the purger take; other
+ * threads read only what hk_page_of needs (hwm, atomically).
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
@@ -115,27 +117,35 @@ static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
  * every arena of the heap is full. */
 struct hk_page *hk_arena_page_alloc(struct hk_heap *h, unsigned kind)
 {
+    struct hk_page *pg = NULL;
     struct hk_arena *last = NULL;
-    for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
-        struct hk_page *pg = region_take(a, kind);
-        if (pg != NULL)
-            return pg;
+    pthread_mutex_lock(&h->pool_lock);
+    for (struct hk_arena *a = h->arenas; a != NULL && pg == NULL; a = a->next) {
+        pg = region_take(a, kind);
         last = a;
     }
-    struct hk_arena *a = hk_arena_create(h, 0);
-    if (a == NULL)
-        return NULL;
-    last->next = a;
-    return region_take(a, kind);
+    if (pg == NULL) {
+        struct hk_arena *a = hk_arena_create(h, 0);
+        if (a != NULL) {
+            last->next = a;
+            pg = region_take(a, kind);
+        }
+    }
+    pthread_mutex_unlock(&h->pool_lock);
+    return pg;
 }
 
+/* Take back a page that holds no block; it keeps its memory for the purge
+ * delay, in case the heap needs a page again soon. */
 void hk_arena_page_free(struct hk_page *pg)
 {
     struct hk_arena *a = (struct hk_arena *)((uintptr_t)pg & ~(HK_ARENA_SIZE - 1));
     struct hk_region *r = &a->region[pg->kind];
+    struct hk_heap *h = a->heap;
     pg->state = HK_PAGE_FREE;
     pg->block_size = 0;
     pg->freed_at = hk_clock_ms();
+    pthread_mutex_lock(&h->pool_lock);
     pg->prev = NULL;
     pg->next = r->dirty;
     if (r->dirty != NULL)
@@ -144,20 +154,39 @@ void hk_arena_page_free(struct hk_page *pg)
         r->dirty_tail = pg;
     r->dirty = pg;
     r->ndirty++;
-    struct hk_heap *h = a->heap;
-    if (h->purge_at == 0)
-        h->purge_at = pg->freed_at + hk_config.purge_delay_ms;
+    if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
+        atomic_store_explicit(&h->purge_at, pg->freed_at + hk_config.purge_delay_ms,
+                              memory_order_relaxed);
+    pthread_mutex_unlock(&h->pool_lock);
 }
 
-/* Give back the memory of free pages retired at least `delay` ms before
- * `now`; returns the bytes purged. */
-size_t hk_arena_purge(struct hk_arena *a, uint64_t now, uint64_t delay)
+static void sort_pages(struct hk_page **pages, size_t n)
 {
+    for (size_t i = 1; i < n; i++) {
+        struct hk_page *x = pages[i];
+        size_t j = i;
+        for (; j > 0 && pages[j - 1] > x; j--)
+            pages[j] = pages[j - 1];
+        pages[j] = x;
+    }
+}
+
+#define PURGE_BATCH 256
+
+/* Give back the memory of region r's free pages retired at or before
+ * `cutoff`, oldest first, in address order so that neighbours go back in one
+ * call.  Called with the pool lock held; drops it around the system calls
+ * (the pages being purged are on no list meanwhile).  Returns bytes purged. */
+static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind, uint64_t cutoff)
+{
+    struct hk_region *r = &a->region[kind];
+    unsigned shift = hk_page_shift(kind);
+    size_t page_size = (size_t)1 << shift;
     size_t purged = 0;
-    for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
-        struct hk_region *r = &a->region[kind];
-        unsigned shift = hk_page_shift(kind);
-        while (r->dirty_tail != NULL && r->dirty_tail->freed_at + delay <= now) {
+    struct hk_page *batch[PURGE_BATCH];
+    for (;;) {
+        size_t n = 0;
+        while (n < PURGE_BATCH && r->dirty_tail != NULL && r->dirty_tail->freed_at <= cutoff) {
             struct hk_page *pg = r->dirty_tail;
             r->dirty_tail = pg->prev;
             if (r->dirty_tail != NULL)
@@ -165,15 +194,55 @@ size_t hk_arena_purge(struct hk_arena *a, uint64_t now, uint64_t delay)
             else
                 r->dirty = NULL;
             r->ndirty--;
-            uintptr_t base = (uintptr_t)hk_page_base(pg);
+            batch[n++] = pg;
+        }
+        if (n == 0)
+            return purged;
+        pthread_mutex_unlock(&h->pool_lock);
+        sort_pages(batch, n);
+        for (size_t i = 0; i < n;) {
+            size_t j = i + 1;
+            while (j < n && (char *)batch[j] - (char *)batch[j - 1] == (ptrdiff_t)page_size)
+                j++;
+            hk_os_purge(hk_page_base(batch[i]), (j - i) * page_size);
+            i = j;
+        }
+        pthread_mutex_lock(&h->pool_lock);
+        for (size_t i = 0; i < n; i++) {
+            uintptr_t base = (uintptr_t)hk_page_base(batch[i]);
             uint32_t index = (uint32_t)((base - a->base - region_offset[kind]) >> shift);
-            hk_os_purge((void *)base, (size_t)1 << shift);
             r->cleanmap[index / 64] |= (uint64_t)1 << (index % 64);
             if (index / 64 < r->clean_hint)
                 r->clean_hint = index / 64;
-            purged += (size_t)1 << shift;
+        }
+        purged += n * page_size;
+    }
+}
+
+/* Purge heap h's free pages retired at least `delay` ms ago and set when the
+ * next purge is due; returns the bytes purged.  `wait` false: give up at
+ * once if the owner holds the pool lock. */
+size_t hk_heap_purge(struct hk_heap *h, uint64_t delay, bool wait)
+{
+    if (wait)
+        pthread_mutex_lock(&h->pool_lock);
+    else if (pthread_mutex_trylock(&h->pool_lock) != 0)
+        return 0;
+    uint64_t now = hk_clock_ms();
+    uint64_t cutoff = now >= delay ? now - delay : 0;
+    uint64_t next = 0;
+    size_t purged = 0;
+    for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
+        for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
+            purged += region_purge(h, a, kind, cutoff);
+            struct hk_page *oldest = a->region[kind].dirty_tail;
+            uint64_t due = oldest != NULL ? oldest->freed_at + hk_config.purge_delay_ms : 0;
+            if (due != 0 && (next == 0 || due < next))
+                next = due;
         }
     }
+    atomic_store_explicit(&h->purge_at, next, memory_order_relaxed);
+    pthread_mutex_unlock(&h->pool_lock);
     hk_stat_add(&hk_os_stats.purged_bytes, purged);
     return purged;
 }

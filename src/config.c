@@ -8,11 +8,22 @@
 
 #include "internal.h"
 
+/* The profiles: a documented set of delays and cache bounds each. */
+static const struct hk_config profiles[] = {
+    /* speed: keep free memory longer; purge only while the program runs */
+    {.profile = "speed", .purge_delay_ms = 5000, .purge_thread = false,
+     .huge_cache_bytes = (size_t)256 << 20, .huge_cache_ms = 5000},
+    /* balanced (the default) */
+    {.profile = "balanced", .purge_delay_ms = 250, .purge_thread = true,
+     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_ms = 250},
+    /* lean: give memory back almost at once */
+    {.profile = "lean", .purge_delay_ms = 20, .purge_thread = true,
+     .huge_cache_bytes = (size_t)8 << 20, .huge_cache_ms = 20},
+};
+
 struct hk_config hk_config = {
-    .purge_delay_ms = 1000,
-    .huge_cache_bytes = (size_t)64 << 20,
-    .huge_cache_ms = 1000,
-    .verbose = false,
+    .profile = "balanced", .purge_delay_ms = 250, .purge_thread = true,
+    .huge_cache_bytes = (size_t)64 << 20, .huge_cache_ms = 250,
 };
 
 static bool parse_u64(const char *name, uint64_t *out)
@@ -29,7 +40,7 @@ static bool parse_u64(const char *name, uint64_t *out)
         scale = 1024 * 1024, end++;
     else if (*end == 'g' || *end == 'G')
         scale = 1024 * 1024 * 1024, end++;
-    if (*end != '\0' || v[0] == '-') {
+    if (end == v || *end != '\0' || v[0] == '-') {
         hk_warn(name);
         return false;
     }
@@ -39,11 +50,28 @@ static bool parse_u64(const char *name, uint64_t *out)
 
 void hk_config_load(void)
 {
-    uint64_t x;
     const char *verbose = getenv("HAKMEM_VERBOSE");
-    hk_config.verbose = verbose != NULL && strcmp(verbose, "0") != 0 && *verbose != '\0';
+    bool is_verbose = verbose != NULL && *verbose != '\0' && strcmp(verbose, "0") != 0;
+    hk_config = profiles[1];
+    hk_config.verbose = is_verbose;
+    const char *profile = getenv("HAKMEM_PROFILE");
+    if (profile != NULL && *profile != '\0') {
+        bool found = false;
+        for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++) {
+            if (strcmp(profile, profiles[i].profile) == 0) {
+                hk_config = profiles[i];
+                hk_config.verbose = is_verbose;
+                found = true;
+            }
+        }
+        if (!found)
+            hk_warn("HAKMEM_PROFILE");
+    }
+    uint64_t x;
     if (parse_u64("HAKMEM_PURGE_DELAY_MS", &x))
         hk_config.purge_delay_ms = x;
+    if (parse_u64("HAKMEM_PURGE_THREAD", &x))
+        hk_config.purge_thread = x != 0;
     if (parse_u64("HAKMEM_HUGE_CACHE", &x))
         hk_config.huge_cache_bytes = (size_t)x;
     if (parse_u64("HAKMEM_HUGE_CACHE_MS", &x))

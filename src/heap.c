@@ -32,6 +32,7 @@ static struct hk_heap *heap_create(void)
     struct hk_heap *h = HK_ARENA_EXTRA(a);
     a->heap = h;
     h->arenas = a;
+    pthread_mutex_init(&h->pool_lock, NULL);
     pthread_mutex_lock(&heaps_lock);
     h->next = all_heaps;
     all_heaps = h;
@@ -105,16 +106,22 @@ static void heap_thread_exit(void *arg)
     struct hk_heap *h = arg;
     if (h != hk_tls.heap)
         return;
+    hk_heap_drain_delayed(h);
     hk_heap_flush_tls(h);
     tls_bind(NULL);
-    hk_heap_drain_delayed(h);
     release_current_pages(h);
-    hk_heap_collect(h, false);
+    hk_heap_sweep(h);
+    /* With no purger thread, nobody would purge this heap before it is
+     * adopted again: purge it now. */
+    if (!hk_config.purge_thread)
+        hk_heap_purge(h, 0, true);
     pthread_mutex_lock(&heaps_lock);
     h->abandoned = true;
     h->next_abandoned = abandoned_heaps;
     abandoned_heaps = h;
     pthread_mutex_unlock(&heaps_lock);
+    if (hk_config.purge_thread)
+        hk_purge_schedule(h, 0);
 }
 
 void hk_heap_drain_delayed(struct hk_heap *h)
@@ -127,36 +134,18 @@ void hk_heap_drain_delayed(struct hk_heap *h)
     }
 }
 
-/* Purge the free pages whose delay has passed (all of them when forced),
- * and set when the next purge is due. */
-void hk_heap_collect(struct hk_heap *h, bool force)
-{
-    uint64_t now = hk_clock_ms();
-    uint64_t delay = force ? 0 : hk_config.purge_delay_ms;
-    uint64_t next = 0;
-    for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
-        hk_arena_purge(a, now, delay);
-        for (unsigned k = 0; k < HK_NKINDS; k++) {
-            struct hk_page *oldest = a->region[k].dirty_tail;
-            uint64_t due = oldest != NULL ? oldest->freed_at + hk_config.purge_delay_ms : 0;
-            if (due != 0 && (next == 0 || due < next))
-                next = due;
-        }
-    }
-    h->purge_at = next;
-}
-
 /* hak_collect: everything that can go back to the OS, now.  The calling
  * thread's heap is collected in place; abandoned heaps are taken off their
- * list while they are collected, so no thread adopts one meanwhile. */
+ * list while they are collected, so that no thread adopts one meanwhile. */
 void hk_heaps_collect_all(void)
 {
     struct hk_heap *mine = hk_tls.heap;
     if (mine != NULL) {
-        hk_heap_flush_tls(mine);
         hk_heap_drain_delayed(mine);
+        hk_heap_flush_tls(mine);
         release_current_pages(mine);
-        hk_heap_collect(mine, true);
+        hk_heap_sweep(mine);
+        hk_heap_purge(mine, 0, true);
     }
     pthread_mutex_lock(&heaps_lock);
     struct hk_heap *list = abandoned_heaps;
@@ -165,7 +154,8 @@ void hk_heaps_collect_all(void)
     struct hk_heap *last = NULL;
     for (struct hk_heap *h = list; h != NULL; h = h->next_abandoned) {
         hk_heap_drain_delayed(h);
-        hk_heap_collect(h, true);
+        hk_heap_sweep(h);
+        hk_heap_purge(h, 0, true);
         last = h;
     }
     if (last != NULL) {
@@ -176,26 +166,51 @@ void hk_heaps_collect_all(void)
     }
 }
 
-/* fork: the child keeps only the forking thread.  Heaps of the other threads
+/* The purger's pass: heaps are never freed and are added at the head of the
+ * list, so the list from a snapshot of its head can be walked unlocked. */
+bool hk_heaps_purge_all(uint64_t delay)
+{
+    pthread_mutex_lock(&heaps_lock);
+    struct hk_heap *first = all_heaps;
+    pthread_mutex_unlock(&heaps_lock);
+    bool pending = false;
+    for (struct hk_heap *h = first; h != NULL; h = h->next) {
+        if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
+            continue;
+        hk_heap_purge(h, delay, false);
+        pending |= atomic_load_explicit(&h->purge_at, memory_order_relaxed) != 0;
+    }
+    return pending;
+}
+
+/* fork: the child keeps only the forking thread.  Every lock is taken before
+ * the fork so that none is held in the child.  Heaps of the other threads
  * may have been in the middle of an update; they are not on the abandoned
  * list, so the child never adopts them (frees into their pages are queued as
  * remote frees and stay there). */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&heaps_lock);
+    for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
+        pthread_mutex_lock(&h->pool_lock);
     hk_huge_lock_all();
 }
 
 static void fork_parent(void)
 {
     hk_huge_unlock_all();
+    for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
+        pthread_mutex_unlock(&h->pool_lock);
     pthread_mutex_unlock(&heaps_lock);
 }
 
 static void fork_child(void)
 {
     hk_huge_reset_locks();
+    for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
+        pthread_mutex_init(&h->pool_lock, NULL);
     pthread_mutex_init(&heaps_lock, NULL);
+    hk_purge_fork_child();
 }
 
 void hk_heap_init_once(void)

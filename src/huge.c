@@ -219,6 +219,8 @@ bool hk_huge_free(void *p)
     unmap_all(expired, nexpired);
     if (!cached)
         hk_os_unmap(p, size);
+    else
+        hk_purge_schedule(NULL, 0);
     return true;
 }
 
@@ -275,6 +277,14 @@ size_t hk_huge_cache_purge(bool all)
         bytes += expired[i].size;
     unmap_all(expired, n);
     return bytes;
+}
+
+bool hk_huge_cache_pending(void)
+{
+    pthread_mutex_lock(&huge_lock);
+    bool pending = cache_bytes != 0;
+    pthread_mutex_unlock(&huge_lock);
+    return pending;
 }
 
 void hk_huge_lock_all(void)

@@ -18,6 +18,7 @@
 #ifndef HAKMEM_INTERNAL_H
 #define HAKMEM_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -169,7 +170,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 #define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
 struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned kind);
 void hk_arena_page_free(struct hk_page *pg);
-size_t hk_arena_purge(struct hk_arena *a, uint64_t now, uint64_t delay);
+size_t hk_heap_purge(struct hk_heap *h, uint64_t delay, bool wait);
 
 static inline struct hk_arena *hk_arena_of(uintptr_t p)
 {
@@ -196,7 +197,8 @@ struct hk_heap {
     uint32_t queued;            /* pages in all the queues */
     uint32_t fresh_since_sweep; /* refills that wanted a new page since */
     bool abandoned;
-    uint64_t purge_at;        /* next purge due (0: nothing to purge) */
+    pthread_mutex_t pool_lock; /* guards the arenas' free pages and purge_at */
+    _Atomic uint64_t purge_at; /* next purge due (0: nothing to purge) */
 };
 
 /* Per-thread state, reached through initial-exec TLS.  `small_key` is
@@ -214,10 +216,17 @@ extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
 struct hk_heap *hk_heap_attach(void);      /* gives the thread a heap */
 void hk_heap_flush_tls(struct hk_heap *h); /* TLS lists back to their pages */
 void hk_heap_drain_delayed(struct hk_heap *h);
-void hk_heap_collect(struct hk_heap *h, bool force);
 void hk_heaps_collect_all(void);
 void hk_heap_init_once(void);
 void hk_heap_sweep(struct hk_heap *h);
+bool hk_heaps_purge_all(uint64_t delay); /* true while free pages wait */
+void hk_heaps_lock_pools(void);
+void hk_heaps_unlock_pools(void);
+
+/* ---- purging (purge.c) --------------------------------------------------- */
+
+void hk_purge_schedule(struct hk_heap *h, uint64_t now);
+void hk_purge_fork_child(void);
 
 /* ---- pages (page.c) ------------------------------------------------------ */
 
@@ -244,6 +253,7 @@ bool hk_huge_free(void *p);                 /* false: not a huge block */
 size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
 void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
 size_t hk_huge_cache_purge(bool all);
+bool hk_huge_cache_pending(void);
 void hk_huge_lock_all(void);
 void hk_huge_unlock_all(void);
 void hk_huge_reset_locks(void);
@@ -261,7 +271,9 @@ uint64_t hk_clock_ms(void);
 /* ---- configuration (config.c) -------------------------------------------- */
 
 struct hk_config {
+    const char *profile;       /* speed, balanced or lean */
     uint64_t purge_delay_ms;   /* free pages keep their memory this long */
+    bool purge_thread;         /* a background thread purges (else the owner) */
     size_t huge_cache_bytes;   /* bound on cached huge mappings */
     uint64_t huge_cache_ms;    /* how long a cached mapping may wait */
     bool verbose;

@@ -223,6 +223,5 @@ void hk_page_retire(struct hk_page *pg)
 {
     struct hk_heap *h = pg->heap;
     hk_arena_page_free(pg);
-    if (pg->freed_at >= h->purge_at)
-        hk_heap_collect(h, false);
+    hk_purge_schedule(h, pg->freed_at);
 }

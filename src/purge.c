@@ -1,0 +1,89 @@
+/*
+ * Giving memory back.  A page that holds no block keeps its memory for the
+ * purge delay (the program may want a page again soon), then the memory goes
+ * back to the OS.  Who purges depends on the profile: a background thread,
+ * started when there is something to purge and gone when there is nothing
+ * left, so that an idle program shrinks too; or, without it, the owning
+ * thread itself, the next time it retires a page.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include "internal.h"
+
+static _Atomic bool purger_running;
+
+static void sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* One pass over every heap and the huge cache; true while memory waits. */
+static bool purge_pass(void)
+{
+    bool pending = hk_heaps_purge_all(hk_config.purge_delay_ms);
+    hk_huge_cache_purge(false);
+    return pending || hk_huge_cache_pending();
+}
+
+static void *purger_main(void *arg)
+{
+    (void)arg;
+    uint64_t interval = hk_config.purge_delay_ms / 2;
+    if (interval < 10)
+        interval = 10;
+    for (;;) {
+        sleep_ms(interval);
+        if (purge_pass())
+            continue;
+        /* Nothing waits: stop, unless a page was retired meanwhile and its
+         * retirer saw this thread still running. */
+        atomic_store(&purger_running, false);
+        if (!purge_pass())
+            break;
+        bool stopped = false;
+        if (!atomic_compare_exchange_strong(&purger_running, &stopped, true))
+            break; /* a new purger has started */
+    }
+    return NULL;
+}
+
+static HK_COLD void purger_start(void)
+{
+    bool stopped = false;
+    if (!atomic_compare_exchange_strong(&purger_running, &stopped, true))
+        return;
+    /* The purger takes no signal meant for the program's own threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t thread;
+    if (pthread_create(&thread, &attr, purger_main, NULL) != 0)
+        atomic_store(&purger_running, false);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Memory was just set aside for purging: a page of h (called by h's owner,
+ * holding no lock), or a huge mapping when h is NULL. */
+void hk_purge_schedule(struct hk_heap *h, uint64_t now)
+{
+    if (hk_config.purge_thread) {
+        if (!atomic_load_explicit(&purger_running, memory_order_relaxed))
+            purger_start();
+    } else if (h != NULL && now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)) {
+        hk_heap_purge(h, hk_config.purge_delay_ms, true);
+    }
+}
+
+void hk_purge_fork_child(void)
+{
+    atomic_store(&purger_running, false); /* the thread did not survive fork */
+}
