@@ -28,7 +28,7 @@ A       := $(BUILD)/libhakmem.a
 # what the sanitizer builds and the fuzzer link against.
 API_A   := $(BUILD)/libhakmem-api.a
 
-.PHONY: all lib clean install uninstall
+.PHONY: all lib clean
 all: lib
 lib: $(SO) $(A) $(API_A)
 
@@ -57,3 +57,4 @@ clean:
 # Test and benchmark suites keep their rules next to their code.
 -include tests/tests.mk
 -include bench/bench.mk
+-include packaging/packaging.mk

@@ -45,6 +45,45 @@ void hak_collect(void);
 /* glibc's malloc_trim under hakmem's name: hak_collect(), then returns 1. */
 int hak_malloc_trim(size_t pad);
 
+/* Statistics.  Counting costs nothing on malloc's and free's fast paths:
+ * counters move on slow paths only, and per-class figures are derived from
+ * the pages when asked for.  HAKMEM_STATS=1 prints the table at exit (to
+ * stderr), HAKMEM_STATS=json prints JSON instead. */
+#define HAK_STATS_CLASSES 101
+
+struct hak_class_stats {
+    size_t block_size;
+    uint64_t mallocs;   /* blocks handed out (see below) */
+    uint64_t frees;     /* blocks given back */
+    uint64_t live;      /* blocks in use now */
+    uint64_t pages;     /* pages holding this class now */
+    uint64_t refills;   /* slow-path refills of the thread caches */
+};
+
+struct hak_stats {
+    uint64_t heaps;            /* thread heaps ever created */
+    uint64_t arenas;           /* 4 GiB arenas reserved */
+    uint64_t reserved_bytes;   /* address space reserved */
+    uint64_t committed_bytes;  /* address space made usable */
+    uint64_t resident_bytes;   /* RSS of the process, from /proc */
+    uint64_t peak_resident_bytes; /* peak RSS of the process */
+    uint64_t purged_bytes;     /* memory given back to the OS so far */
+    uint64_t syscalls;         /* mmap, munmap, mprotect, madvise, mremap */
+    uint64_t huge_allocs;      /* huge blocks mapped */
+    uint64_t huge_cache_hits;  /* huge blocks served from the cache */
+    uint64_t huge_live_bytes;  /* bytes in live huge blocks */
+    uint64_t small_live_bytes; /* bytes in live blocks of the size classes */
+    struct hak_class_stats classes[HAK_STATS_CLASSES];
+};
+
+/* Fill *out.  Exact when the other threads are not allocating; while they
+ * are, figures of their heaps may lag by a few refills. */
+void hak_stats_get(struct hak_stats *out);
+
+/* Print the statistics table to file descriptor fd (2 = stderr); json
+ * selects JSON instead of the readable table. */
+void hak_stats_print(int fd, bool json);
+
 #ifdef __cplusplus
 }
 #endif
