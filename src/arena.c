@@ -13,7 +13,6 @@
 #include "stats.h"
 
 _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
-struct hk_os_stats hk_os_stats;
 
 #define COMMIT_CHUNK ((uintptr_t)4 << 20)
 
@@ -43,6 +42,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
         hk_os_unmap(base, HK_ARENA_SIZE);
         return NULL;
     }
+    hk_stat_add(&hk_os_stats.committed_bytes, COMMIT_CHUNK);
     struct hk_arena *a = (struct hk_arena *)base;
     a->heap = heap;
     a->base = (uintptr_t)base;
@@ -77,6 +77,7 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
                           (uintptr_t)chunk << hk_page_shift(kind)))
             return false;
         r->committed += chunk;
+        hk_stat_add(&hk_os_stats.committed_bytes, (uint64_t)chunk << hk_page_shift(kind));
     }
     return true;
 }

@@ -3,9 +3,12 @@
  * structure that only slow paths consult.  A bad value is reported (with
  * HAKMEM_VERBOSE) and the default kept; it never stops the program.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
+#include "hakmem.h"
 #include "internal.h"
 
 /* The profiles: a documented set of delays and cache bounds each. */
@@ -67,6 +70,9 @@ void hk_config_load(void)
         if (!found)
             hk_warn("HAKMEM_PROFILE");
     }
+    const char *stats = getenv("HAKMEM_STATS");
+    if (stats != NULL && *stats != '\0' && strcmp(stats, "0") != 0)
+        hk_config.stats = strcmp(stats, "json") == 0 ? 2 : 1;
     uint64_t x;
     if (parse_u64("HAKMEM_PURGE_DELAY_MS", &x))
         hk_config.purge_delay_ms = x;
@@ -76,4 +82,18 @@ void hk_config_load(void)
         hk_config.huge_cache_bytes = (size_t)x;
     if (parse_u64("HAKMEM_HUGE_CACHE_MS", &x))
         hk_config.huge_cache_ms = x;
+}
+
+void hk_config_print(void)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "hakmem %s: profile=%s purge_delay_ms=%llu purge_thread=%d "
+                     "huge_cache=%zu huge_cache_ms=%llu stats=%s\n",
+                     HAKMEM_VERSION_STRING, hk_config.profile,
+                     (unsigned long long)hk_config.purge_delay_ms, hk_config.purge_thread,
+                     hk_config.huge_cache_bytes, (unsigned long long)hk_config.huge_cache_ms,
+                     hk_config.stats == 0 ? "off" : hk_config.stats == 1 ? "table" : "json");
+    if (n > 0)
+        (void)!write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "stats.h"
 
 __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec"))) = {
     .small_key = ~(uintptr_t)0,
@@ -33,6 +34,7 @@ static struct hk_heap *heap_create(void)
     a->heap = h;
     h->arenas = a;
     pthread_mutex_init(&h->pool_lock, NULL);
+    hk_stat_add(&hk_os_stats.heaps, 1);
     pthread_mutex_lock(&heaps_lock);
     h->next = all_heaps;
     all_heaps = h;
@@ -80,6 +82,7 @@ void hk_heap_flush_tls(struct hk_heap *h)
         pg->local_free = list;
         pg->used -= n;
         hk_tls.free[cls] = NULL;
+        hk_count(&h->returned[cls], (uint64_t)n);
     }
 }
 
@@ -168,13 +171,18 @@ void hk_heaps_collect_all(void)
 
 /* The purger's pass: heaps are never freed and are added at the head of the
  * list, so the list from a snapshot of its head can be walked unlocked. */
-bool hk_heaps_purge_all(uint64_t delay)
+struct hk_heap *hk_heaps_first(void)
 {
     pthread_mutex_lock(&heaps_lock);
     struct hk_heap *first = all_heaps;
     pthread_mutex_unlock(&heaps_lock);
+    return first;
+}
+
+bool hk_heaps_purge_all(uint64_t delay)
+{
     bool pending = false;
-    for (struct hk_heap *h = first; h != NULL; h = h->next) {
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next) {
         if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
             continue;
         hk_heap_purge(h, delay, false);

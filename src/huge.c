@@ -87,6 +87,7 @@ static bool insert(uintptr_t addr, size_t size)
         table_used++;
     table[i].addr = addr;
     table[i].size = size;
+    hk_stat_add(&hk_os_stats.huge_live_bytes, size);
     return true;
 }
 
@@ -189,6 +190,7 @@ static bool take_entry(uintptr_t addr, size_t *size)
         return false;
     *size = e->size;
     e->addr = TOMBSTONE;
+    atomic_fetch_sub_explicit(&hk_os_stats.huge_live_bytes, e->size, memory_order_relaxed);
     return true;
 }
 

@@ -4,9 +4,13 @@
  * hk_init runs exactly once, and a constructor reads the options again once
  * the environment is surely there.
  */
-#include "internal.h"
+#include <unistd.h>
 
-bool hk_initialized;
+#include "internal.h"
+#include "stats.h"
+
+extern char **environ;
+static bool config_saw_environment;
 static _Atomic int init_state; /* 0: not started, 1: running, 2: done */
 static __thread bool init_running;
 
@@ -19,8 +23,8 @@ void hk_init(void)
         init_running = true;
         hk_classes_init();
         hk_config_load();
+        config_saw_environment = environ != NULL;
         hk_heap_init_once();
-        hk_initialized = true;
         init_running = false;
         atomic_store_explicit(&init_state, 2, memory_order_release);
         return;
@@ -33,5 +37,9 @@ void hk_init(void)
 __attribute__((constructor)) static void hk_constructor(void)
 {
     hk_init();
-    hk_config_load();
+    if (!config_saw_environment)
+        hk_config_load();
+    if (hk_config.verbose)
+        hk_config_print();
+    hk_stats_prepare();
 }

@@ -194,6 +194,10 @@ struct hk_heap {
     struct hk_arena *arenas;  /* first arena holds this heap */
     struct hk_heap *next;     /* registry of all heaps */
     struct hk_heap *next_abandoned;
+    /* Statistics, counted on slow paths by the owner (stats.h, hk_count). */
+    uint64_t supplied[HK_NCLASSES]; /* blocks moved into the TLS list */
+    uint64_t returned[HK_NCLASSES]; /* blocks the TLS list gave back unused */
+    uint64_t refills[HK_NCLASSES];
     uint32_t queued;            /* pages in all the queues */
     uint32_t fresh_since_sweep; /* refills that wanted a new page since */
     bool abandoned;
@@ -220,6 +224,7 @@ void hk_heaps_collect_all(void);
 void hk_heap_init_once(void);
 void hk_heap_sweep(struct hk_heap *h);
 bool hk_heaps_purge_all(uint64_t delay); /* true while free pages wait */
+struct hk_heap *hk_heaps_first(void); /* the list of every heap, via ->next */
 void hk_heaps_lock_pools(void);
 void hk_heaps_unlock_pools(void);
 
@@ -277,14 +282,15 @@ struct hk_config {
     size_t huge_cache_bytes;   /* bound on cached huge mappings */
     uint64_t huge_cache_ms;    /* how long a cached mapping may wait */
     bool verbose;
+    int stats;                 /* HAKMEM_STATS: 0 off, 1 table, 2 JSON */
 };
 extern struct hk_config hk_config;
 void hk_config_load(void);
+void hk_config_print(void); /* the effective options, on stderr */
 
 /* ---- start-up and errors (init.c, error.c) ------------------------------- */
 
 void hk_init(void);
-extern bool hk_initialized;
 __attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *p);
 __attribute__((noreturn)) void hk_fatal(const char *msg);
 void hk_warn(const char *msg);

@@ -21,9 +21,9 @@ void *hk_os_reserve_aligned(size_t size, size_t align)
     hk_stat_syscall();
     char *start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
     if (start > p)
-        munmap(p, (size_t)(start - p));
+        hk_os_unmap(p, (size_t)(start - p));
     if (start + size < p + span)
-        munmap(start + size, (size_t)(p + span - (start + size)));
+        hk_os_unmap(start + size, (size_t)(p + span - (start + size)));
     return start;
 }
 
@@ -62,10 +62,10 @@ void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped)
         return NULL;
     char *start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
     if (start > p)
-        munmap(p, (size_t)(start - p));
+        hk_os_unmap(p, (size_t)(start - p));
     size_t tail = (size_t)(p + size + align - (start + size));
     if (tail > 0)
-        munmap(start + size, tail);
+        hk_os_unmap(start + size, tail);
     *mapped = size;
     return start;
 }

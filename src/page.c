@@ -22,6 +22,7 @@
 #include <errno.h>
 
 #include "internal.h"
+#include "stats.h"
 
 static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
 {
@@ -36,6 +37,14 @@ static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->unbumped = k->capacity;
     pg->cls = (uint8_t)cls;
     pg->kind = k->kind;
+}
+
+static unsigned list_length(void *list)
+{
+    unsigned n = 0;
+    for (; list != NULL; list = *(void **)list)
+        n++;
+    return n;
 }
 
 /* Link the next batch of never-used blocks in front of `list`. */
@@ -58,19 +67,25 @@ static void *page_carve(struct hk_page *pg, void *list)
  * locally (their count follows from `used`), a batch of never-used blocks is
  * carved in front of them.  So a page touches only about its class's peak
  * live count plus one batch of blocks, and refills stay rare. */
-static void *page_take(struct hk_page *pg)
+static void *page_take(struct hk_heap *h, struct hk_page *pg)
 {
     const struct hk_class *k = &hk_classes[pg->cls];
     void *list = pg->local_free;
     unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
+    unsigned carved = pg->unbumped;
     pg->local_free = NULL;
     if (list == NULL && atomic_load_explicit(&pg->remote, memory_order_relaxed) != 0) {
         list = (void *)atomic_exchange_explicit(&pg->remote, 0, memory_order_acquire);
-        freed = k->batch; /* uncounted; reuse them before carving more */
+        /* Uncounted (reuse them before carving more), unless statistics
+         * want the count. */
+        freed = hk_config.stats ? list_length(list) : k->batch;
     }
     if (pg->unbumped != 0 && freed < k->batch)
         list = page_carve(pg, list);
+    carved -= pg->unbumped;
     pg->used = pg->capacity - pg->unbumped;
+    if (list != NULL)
+        hk_count(&h->supplied[pg->cls], freed + carved);
     return list;
 }
 
@@ -138,12 +153,13 @@ void hk_heap_sweep(struct hk_heap *h)
  * class queue or a fresh page, and return one block (NULL: out of memory). */
 void *hk_refill(struct hk_heap *h, unsigned cls)
 {
+    hk_count(&h->refills[cls], 1);
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
     struct hk_page *pg = h->current[cls];
     for (;;) {
         if (pg != NULL) {
-            void *list = page_take(pg);
+            void *list = page_take(h, pg);
             if (list != NULL) {
                 hk_tls.free[cls] = *(void **)list;
                 return list;

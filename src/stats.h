@@ -11,10 +11,13 @@
 
 struct hk_os_stats {
     _Atomic uint64_t syscalls;
+    _Atomic uint64_t heaps;
     _Atomic uint64_t arenas;
+    _Atomic uint64_t committed_bytes;
     _Atomic uint64_t purged_bytes;
     _Atomic uint64_t huge_allocs;
     _Atomic uint64_t huge_cache_hits;
+    _Atomic uint64_t huge_live_bytes;
 };
 extern struct hk_os_stats hk_os_stats;
 
@@ -27,5 +30,15 @@ static inline void hk_stat_syscall(void)
 {
     hk_stat_add(&hk_os_stats.syscalls, 1);
 }
+
+/* A counter of one heap: only its owner writes it, on slow paths; readers
+ * in other threads load it.  Relaxed atomic load and store, no locked add. */
+static inline void hk_count(uint64_t *counter, uint64_t n)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+void hk_stats_prepare(void); /* at start-up, once the options are known */
+void hk_stats_at_exit(void);
 
 #endif /* HAKMEM_STATS_H */

@@ -1,0 +1,239 @@
+/*
+ * Statistics.  Nothing is counted on malloc's or free's fast path: heaps
+ * count refills and the blocks that move between pages and thread caches,
+ * the OS layer counts its system calls, and everything per class is derived
+ * when asked for, by reading the page headers:
+ *   mallocs = blocks moved into thread caches - blocks given back unused
+ *             - blocks still in the calling thread's cache
+ *   live    = blocks of in-use pages that are in no free list
+ *   frees   = mallocs - live
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hakmem.h"
+#include "internal.h"
+#include "stats.h"
+
+struct hk_os_stats hk_os_stats;
+
+static uint64_t list_length(void *list)
+{
+    uint64_t n = 0;
+    for (; list != NULL; list = *(void **)list)
+        n++;
+    return n;
+}
+
+/* Blocks of page pg that are not with the user, apart from the TLS list. */
+static uint64_t page_free_blocks(const struct hk_page *pg)
+{
+    if (pg->state == HK_PAGE_FULL)
+        return 0; /* `used` is a sentinel; all blocks are out or in `delayed` */
+    uintptr_t remote = atomic_load_explicit(&pg->remote, memory_order_acquire);
+    uint64_t in_remote = remote > HK_REMOTE_FULL ? list_length((void *)remote) : 0;
+    return (uint64_t)(pg->capacity - pg->used) + in_remote;
+}
+
+static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out)
+{
+    static const uintptr_t offset[HK_NKINDS] = {0, (uintptr_t)2 << 30, (uintptr_t)3 << 30};
+    for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
+        const struct hk_region *r = &a->region[kind];
+        unsigned shift = hk_page_shift(kind);
+        uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
+        for (uint32_t i = r->first; i < hwm; i++) {
+            uintptr_t base = a->base + offset[kind] + ((uintptr_t)i << shift);
+            const struct hk_page *pg = hk_page_header(base, shift);
+            if (pg->block_size == 0)
+                continue;
+            struct hak_class_stats *c = &out->classes[pg->cls];
+            c->pages++;
+            c->live += pg->capacity - page_free_blocks(pg);
+        }
+    }
+}
+
+static uint64_t proc_status_kb(const char *key)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    char *line = strstr(buf, key);
+    if (line == NULL)
+        return 0;
+    unsigned long long kb = 0;
+    sscanf(line + strlen(key), ": %llu", &kb);
+    return kb;
+}
+
+HK_API void hak_stats_get(struct hak_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    hk_init();
+    struct hk_heap *mine = hk_tls.heap;
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next) {
+        for (unsigned c = 1; c < HK_NCLASSES; c++) {
+            struct hak_class_stats *cs = &out->classes[c];
+            cs->mallocs += __atomic_load_n(&h->supplied[c], __ATOMIC_RELAXED)
+                         - __atomic_load_n(&h->returned[c], __ATOMIC_RELAXED);
+            cs->refills += __atomic_load_n(&h->refills[c], __ATOMIC_RELAXED);
+        }
+        for (struct hk_arena *a = h->arenas; a != NULL; a = a->next)
+            count_arena_pages(a, out);
+        /* Blocks of full pages that wait in the delayed list are free. */
+        void *d = atomic_load_explicit(&h->delayed, memory_order_acquire);
+        for (; d != NULL; d = *(void **)d)
+            out->classes[hk_page_of_block(d)->cls].live--;
+    }
+    if (mine != NULL) {
+        for (unsigned c = 1; c < HK_NCLASSES; c++) {
+            uint64_t cached = list_length(hk_tls.free[c]);
+            out->classes[c].mallocs -= cached;
+            out->classes[c].live -= cached;
+        }
+    }
+    for (unsigned c = 0; c < HK_NCLASSES; c++) {
+        struct hak_class_stats *cs = &out->classes[c];
+        cs->block_size = hk_classes[c].block_size;
+        cs->frees = cs->mallocs >= cs->live ? cs->mallocs - cs->live : 0;
+        out->small_live_bytes += cs->live * cs->block_size;
+    }
+    out->classes[0].block_size = 0;
+    out->heaps = atomic_load(&hk_os_stats.heaps);
+    out->arenas = atomic_load(&hk_os_stats.arenas);
+    out->reserved_bytes = out->arenas * HK_ARENA_SIZE;
+    out->committed_bytes = atomic_load(&hk_os_stats.committed_bytes);
+    out->purged_bytes = atomic_load(&hk_os_stats.purged_bytes);
+    out->syscalls = atomic_load(&hk_os_stats.syscalls);
+    out->huge_allocs = atomic_load(&hk_os_stats.huge_allocs);
+    out->huge_cache_hits = atomic_load(&hk_os_stats.huge_cache_hits);
+    out->huge_live_bytes = atomic_load(&hk_os_stats.huge_live_bytes);
+    out->resident_bytes = proc_status_kb("VmRSS") * 1024;
+    out->peak_resident_bytes = proc_status_kb("VmHWM") * 1024;
+}
+
+/* Output through a stack buffer and write(2): no stdio stream, no malloc. */
+struct out {
+    int fd;
+    size_t len;
+    char buf[4096];
+};
+
+static void flush(struct out *o)
+{
+    size_t done = 0;
+    while (done < o->len) {
+        ssize_t n = write(o->fd, o->buf + done, o->len - done);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    o->len = 0;
+}
+
+__attribute__((format(printf, 2, 3))) static void say(struct out *o, const char *fmt, ...)
+{
+    if (o->len > sizeof o->buf - 256)
+        flush(o);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->buf + o->len, sizeof o->buf - o->len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n < sizeof o->buf - o->len ? (size_t)n : sizeof o->buf - o->len - 1;
+}
+
+#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
+
+static void print_table(struct out *o, const struct hak_stats *s)
+{
+    say(o, "hakmem %s statistics (profile %s)\n", HAKMEM_VERSION_STRING, hk_config.profile);
+    say(o, "%10s %12s %12s %10s %8s %10s %12s\n", "class", "mallocs", "frees", "live",
+        "pages", "refills", "live bytes");
+    for (unsigned c = 1; c < HK_NCLASSES; c++) {
+        const struct hak_class_stats *cs = &s->classes[c];
+        if (cs->mallocs == 0 && cs->pages == 0)
+            continue;
+        say(o, "%10zu %12llu %12llu %10llu %8llu %10llu %12llu\n", cs->block_size,
+            (unsigned long long)cs->mallocs, (unsigned long long)cs->frees,
+            (unsigned long long)cs->live, (unsigned long long)cs->pages,
+            (unsigned long long)cs->refills, (unsigned long long)(cs->live * cs->block_size));
+    }
+    say(o, "heaps %llu, arenas %llu (%.0f MiB reserved, %.1f MiB committed)\n",
+        (unsigned long long)s->heaps, (unsigned long long)s->arenas, MIB(s->reserved_bytes),
+        MIB(s->committed_bytes));
+    say(o, "live: %.2f MiB in size classes, %.2f MiB in huge blocks (%llu mapped, %llu from cache)\n",
+        MIB(s->small_live_bytes), MIB(s->huge_live_bytes), (unsigned long long)s->huge_allocs,
+        (unsigned long long)s->huge_cache_hits);
+    say(o, "resident %.2f MiB, peak %.2f MiB; purged %.2f MiB; %llu system calls\n",
+        MIB(s->resident_bytes), MIB(s->peak_resident_bytes), MIB(s->purged_bytes),
+        (unsigned long long)s->syscalls);
+}
+
+static void print_json(struct out *o, const struct hak_stats *s)
+{
+    say(o, "{\"version\":\"%s\",\"profile\":\"%s\",\"heaps\":%llu,\"arenas\":%llu,"
+        "\"reserved_bytes\":%llu,\"committed_bytes\":%llu,\"resident_bytes\":%llu,"
+        "\"peak_resident_bytes\":%llu,\"purged_bytes\":%llu,\"syscalls\":%llu,"
+        "\"huge_allocs\":%llu,\"huge_cache_hits\":%llu,\"huge_live_bytes\":%llu,"
+        "\"small_live_bytes\":%llu,\"classes\":[",
+        HAKMEM_VERSION_STRING, hk_config.profile, (unsigned long long)s->heaps,
+        (unsigned long long)s->arenas, (unsigned long long)s->reserved_bytes,
+        (unsigned long long)s->committed_bytes, (unsigned long long)s->resident_bytes,
+        (unsigned long long)s->peak_resident_bytes, (unsigned long long)s->purged_bytes,
+        (unsigned long long)s->syscalls, (unsigned long long)s->huge_allocs,
+        (unsigned long long)s->huge_cache_hits, (unsigned long long)s->huge_live_bytes,
+        (unsigned long long)s->small_live_bytes);
+    const char *sep = "";
+    for (unsigned c = 1; c < HK_NCLASSES; c++) {
+        const struct hak_class_stats *cs = &s->classes[c];
+        say(o, "%s{\"block_size\":%zu,\"mallocs\":%llu,\"frees\":%llu,\"live\":%llu,"
+            "\"pages\":%llu,\"refills\":%llu}",
+            sep, cs->block_size, (unsigned long long)cs->mallocs,
+            (unsigned long long)cs->frees, (unsigned long long)cs->live,
+            (unsigned long long)cs->pages, (unsigned long long)cs->refills);
+        sep = ",";
+    }
+    say(o, "]}\n");
+}
+
+HK_API void hak_stats_print(int fd, bool json)
+{
+    struct hak_stats s;
+    hak_stats_get(&s);
+    struct out o = {.fd = fd};
+    if (json)
+        print_json(&o, &s);
+    else
+        print_table(&o, &s);
+    flush(&o);
+}
+
+/* HAKMEM_STATS: the report at exit goes to a copy of stderr taken at start,
+ * because some programs close stderr before they exit (coreutils do). */
+static int report_fd = STDERR_FILENO;
+
+void hk_stats_prepare(void)
+{
+    if (hk_config.stats == 0)
+        return;
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd >= 0)
+        report_fd = fd;
+}
+
+__attribute__((destructor)) void hk_stats_at_exit(void)
+{
+    if (hk_config.stats != 0)
+        hak_stats_print(report_fd, hk_config.stats == 2);
+}
