@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs from Debian's archive what `make install` and `make test-install`
+# need and this machine lacks; silent, and instant, when all is there.
+set -eu
+
+missing=
+need() { # command package
+    command -v "$1" >/dev/null 2>&1 || missing="$missing $2"
+}
+need cc gcc
+need make make
+need objdump binutils
+need pkg-config pkgconf
+need cmake cmake
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: please install:$missing (needs root)" >&2
+    exit 1
+fi
+echo "install-deps: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
