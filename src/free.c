@@ -83,6 +83,6 @@ HK_API void hak_free_aligned_sized(void *p, size_t alignment, size_t size)
 {
     (void)alignment;
     (void)size;
-    free_block(p, "free_sized");
+    free_block(p, "free_aligned_sized");
 }
 HK_ALIAS(free_aligned_sized, hak_free_aligned_sized)

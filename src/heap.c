@@ -123,8 +123,8 @@ static void heap_thread_exit(void *arg)
     h->next_abandoned = abandoned_heaps;
     abandoned_heaps = h;
     pthread_mutex_unlock(&heaps_lock);
-    if (hk_config.purge_thread)
-        hk_purge_schedule(h, 0);
+    if (hk_config.purge_thread && atomic_load(&h->purge_at) != 0)
+        hk_purge_start();
 }
 
 void hk_heap_drain_delayed(struct hk_heap *h)

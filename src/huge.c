@@ -137,9 +137,12 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
         return NULL;
     }
     size_t len = (size + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
+    if (len == 0)
+        len = HK_OS_PAGE; /* malloc(0) with a large alignment still owns memory */
     if (align < HK_OS_PAGE)
         align = HK_OS_PAGE;
     hk_init();
+    hk_purge_poll();
     struct cached_map expired[CACHE_SLOTS];
     pthread_mutex_lock(&huge_lock);
     size_t nexpired = cache_expire(false, expired);

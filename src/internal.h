@@ -231,6 +231,8 @@ void hk_heaps_unlock_pools(void);
 /* ---- purging (purge.c) --------------------------------------------------- */
 
 void hk_purge_schedule(struct hk_heap *h, uint64_t now);
+void hk_purge_poll(void);
+void hk_purge_start(void); /* only where starting a thread is safe */
 void hk_purge_fork_child(void);
 
 /* ---- pages (page.c) ------------------------------------------------------ */

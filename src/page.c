@@ -154,6 +154,7 @@ void hk_heap_sweep(struct hk_heap *h)
 void *hk_refill(struct hk_heap *h, unsigned cls)
 {
     hk_count(&h->refills[cls], 1);
+    hk_purge_poll();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
     struct hk_page *pg = h->current[cls];

@@ -12,7 +12,11 @@
 
 #include "internal.h"
 
+/* glibc's flag (<sys/single_threaded.h>), weak for C libraries without it. */
+extern char __libc_single_threaded __attribute__((weak));
+
 static _Atomic bool purger_running;
+static _Atomic bool purger_wanted; /* a free wanted the purger; malloc starts it */
 
 static void sleep_ms(uint64_t ms)
 {
@@ -51,8 +55,13 @@ static void *purger_main(void *arg)
     return NULL;
 }
 
-static HK_COLD void purger_start(void)
+/* Starting a thread is not safe everywhere: glibc frees a dead thread's
+ * TLS while holding the lock pthread_create needs, so a free must not start
+ * one.  Callers: malloc's slow paths (hk_purge_poll), thread exit, and frees
+ * of a program that has never had a second thread. */
+HK_COLD void hk_purge_start(void)
 {
+    atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
     bool stopped = false;
     if (!atomic_compare_exchange_strong(&purger_running, &stopped, true))
         return;
@@ -71,19 +80,33 @@ static HK_COLD void purger_start(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Memory was just set aside for purging: a page of h (called by h's owner,
- * holding no lock), or a huge mapping when h is NULL. */
+/* A free just set memory aside for purging: a page of h (called by h's
+ * owner, holding no lock), or a huge mapping when h is NULL. */
 void hk_purge_schedule(struct hk_heap *h, uint64_t now)
 {
     if (hk_config.purge_thread) {
-        if (!atomic_load_explicit(&purger_running, memory_order_relaxed))
-            purger_start();
+        if (atomic_load_explicit(&purger_running, memory_order_relaxed))
+            return;
+        if (&__libc_single_threaded != NULL && __libc_single_threaded)
+            hk_purge_start();
+        else
+            atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
     } else if (h != NULL && now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)) {
         hk_heap_purge(h, hk_config.purge_delay_ms, true);
     }
 }
 
+/* From malloc's slow paths and thread exit, where starting a thread is safe. */
+void hk_purge_poll(void)
+{
+    if (HK_UNLIKELY(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+        hk_purge_start();
+}
+
 void hk_purge_fork_child(void)
 {
-    atomic_store(&purger_running, false); /* the thread did not survive fork */
+    /* The purger did not survive the fork; the child's next malloc slow path
+     * starts one if memory waits. */
+    bool was_running = atomic_exchange(&purger_running, false);
+    atomic_store(&purger_wanted, was_running);
 }
