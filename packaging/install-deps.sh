@@ -21,4 +21,6 @@ fi
 echo "install-deps: installing$missing" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
+# $missing is a list of names: split it.
+# shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null

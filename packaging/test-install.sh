@@ -47,7 +47,7 @@ has() {
 }
 
 # --- Install ---------------------------------------------------------------
-run "make install" 0 $make -s install DESTDIR= PREFIX="$prefix"
+run "make install" 0 "$make" -s install DESTDIR= PREFIX="$prefix"
 for f in bin/hakmem include/hakmem.h lib/libhakmem.so lib/libhakmem.so."$version" \
     lib/libhakmem.a lib/libhakmem-api.a lib/pkgconfig/hakmem.pc \
     lib/cmake/hakmem/hakmemConfig.cmake lib/cmake/hakmem/hakmemConfigVersion.cmake; do
@@ -139,10 +139,10 @@ ok "the launcher works through a symlink and from the source tree"
 
 # --- DESTDIR and uninstall -------------------------------------------------
 stage=$work/stage
-run "make install DESTDIR" 0 $make -s install DESTDIR="$stage" PREFIX=/opt/hakmem
+run "make install DESTDIR" 0 "$make" -s install DESTDIR="$stage" PREFIX=/opt/hakmem
 has "$stage/opt/hakmem/lib/pkgconfig/hakmem.pc" "prefix=/opt/hakmem" ||
     fail "make install DESTDIR: hakmem.pc does not name the final prefix"
-run "make uninstall DESTDIR" 0 $make -s uninstall DESTDIR="$stage" PREFIX=/opt/hakmem
+run "make uninstall DESTDIR" 0 "$make" -s uninstall DESTDIR="$stage" PREFIX=/opt/hakmem
 left=$(find "$stage" ! -type d)
 [ -z "$left" ] || { echo "$left" >"$out"; fail "make uninstall: files left"; }
 ok "make install DESTDIR=... PREFIX=/opt/hakmem stages; make uninstall removes all"
