@@ -30,10 +30,10 @@ PKG_FILES = bin/hakmem include/hakmem.h lib/libhakmem.so lib/libhakmem.a \
 
 install: lib
 	@mkdir -p $(PKG_OUT)
-	$(PKG_SUBST) bin/hakmem >$(PKG_OUT)/hakmem
-	$(PKG_SUBST) packaging/hakmem.pc.in >$(PKG_OUT)/hakmem.pc
-	$(PKG_SUBST) packaging/hakmemConfig.cmake.in >$(PKG_OUT)/hakmemConfig.cmake
-	$(PKG_SUBST) packaging/hakmemConfigVersion.cmake.in >$(PKG_OUT)/hakmemConfigVersion.cmake
+	@$(PKG_SUBST) bin/hakmem >$(PKG_OUT)/hakmem
+	@$(PKG_SUBST) packaging/hakmem.pc.in >$(PKG_OUT)/hakmem.pc
+	@$(PKG_SUBST) packaging/hakmemConfig.cmake.in >$(PKG_OUT)/hakmemConfig.cmake
+	@$(PKG_SUBST) packaging/hakmemConfigVersion.cmake.in >$(PKG_OUT)/hakmemConfigVersion.cmake
 	$(INSTALL) -d $(PKG_ROOT)/bin $(PKG_ROOT)/include $(PKG_ROOT)/lib/pkgconfig \
 		$(PKG_ROOT)/$(PKG_CMAKEDIR)
 	$(INSTALL) -m 755 $(PKG_OUT)/hakmem $(PKG_ROOT)/bin/

@@ -96,7 +96,9 @@ has "$out" "LD_PRELOAD=$lib" || fail "hakmem run: preloads another library"
 ok "hakmem run -- prog: the program runs on the installed hakmem"
 
 run "hakmem run, exit status" 7 "$hakmem" run -- "$work/probe" 7
-ok "hakmem run: the program's exit status comes back"
+run "hakmem run, killed" 143 "$hakmem" run -- sh -c 'kill -TERM $$'
+run "hakmem run, no such program" 127 "$hakmem" run -- "$work/no-such-program"
+ok "hakmem run: the program's exit status, or its signal, comes back"
 
 run "hakmem run --profile" 0 "$hakmem" run --profile lean -- "$work/probe"
 has "$out" "HAKMEM_PROFILE=lean" || fail "hakmem run --profile lean: not set"
