@@ -24,37 +24,85 @@ static const uint32_t region_pages[HK_NKINDS] = {
     (1u << 30) >> HK_MEDIUM_PAGE_SHIFT,
     (1u << 30) >> HK_LARGE_PAGE_SHIFT,
 };
+/* A compact arena reserves only the start of each region: 64, 32, 32 MiB. */
+static const uint32_t compact_region_pages[HK_NKINDS] = {
+    (64u << 20) >> HK_SMALL_PAGE_SHIFT,
+    (32u << 20) >> HK_MEDIUM_PAGE_SHIFT,
+    (32u << 20) >> HK_LARGE_PAGE_SHIFT,
+};
 
 static uintptr_t page_addr(const struct hk_arena *a, unsigned kind, uint32_t index)
 {
     return a->base + region_offset[kind] + ((uintptr_t)index << hk_page_shift(kind));
 }
 
+static uint32_t map_words(uint32_t npages)
+{
+    return (npages + 63) / 64;
+}
+
+/* When the address space is limited (RLIMIT_AS) below what a whole arena
+ * takes, reserve a compact one: the same layout in a free 4 GiB slot, but
+ * only the start of each region.  Slots are probed downwards from where the
+ * kernel places mappings now. */
+static char *reserve_compact(void)
+{
+    char *probe = hk_os_map(HK_OS_PAGE);
+    if (probe == NULL)
+        return NULL;
+    hk_os_unmap(probe, HK_OS_PAGE);
+    uintptr_t slot = (uintptr_t)probe >> HK_ARENA_SHIFT;
+    for (unsigned tries = 0; tries < 64 && slot > 1; tries++, slot--) {
+        char *base = (char *)(slot << HK_ARENA_SHIFT);
+        unsigned k = 0;
+        for (; k < HK_NKINDS; k++) {
+            size_t len = (size_t)compact_region_pages[k] << hk_page_shift(k);
+            if (!hk_os_reserve_at(base + region_offset[k], len))
+                break;
+        }
+        if (k == HK_NKINDS)
+            return base;
+        while (k-- > 0)
+            hk_os_unmap(base + region_offset[k], (size_t)compact_region_pages[k] << hk_page_shift(k));
+    }
+    return NULL;
+}
+
 /* Reserve a new arena for heap.  Its page 0 holds the arena header, the
  * region maps, and `extra` bytes for the caller (the heap itself). */
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
 {
+    bool compact = false;
     char *base = hk_os_reserve_aligned(HK_ARENA_SIZE, HK_ARENA_SIZE);
+    if (base == NULL) {
+        base = reserve_compact();
+        compact = true;
+    }
     if (base == NULL)
         return NULL;
     uintptr_t slot = (uintptr_t)base >> HK_ARENA_SHIFT;
     if (slot >= HK_ARENA_TABLE_SIZE || !hk_os_commit(base, COMMIT_CHUNK)) {
-        hk_os_unmap(base, HK_ARENA_SIZE);
+        for (unsigned k = 0; k < HK_NKINDS; k++) {
+            uint32_t pages = compact ? compact_region_pages[k] : region_pages[k];
+            hk_os_unmap(base + region_offset[k], (size_t)pages << hk_page_shift(k));
+        }
         return NULL;
     }
     hk_stat_add(&hk_os_stats.committed_bytes, COMMIT_CHUNK);
     struct hk_arena *a = (struct hk_arena *)base;
     a->heap = heap;
     a->base = (uintptr_t)base;
+    a->compact = compact;
     uint64_t *maps = (uint64_t *)(base + sizeof(*a) + ((extra + 63) & ~(size_t)63));
     for (unsigned k = 0; k < HK_NKINDS; k++) {
         struct hk_region *r = &a->region[k];
-        r->npages = region_pages[k];
+        r->npages = compact ? compact_region_pages[k] : region_pages[k];
+        hk_stat_add(&hk_os_stats.reserved_bytes, (uint64_t)r->npages << hk_page_shift(k));
         r->first = k == HK_SMALL ? 1 : 0; /* small page 0 is this header */
         atomic_init(&r->hwm, r->first);
         r->committed = k == HK_SMALL ? (uint32_t)(COMMIT_CHUNK >> HK_SMALL_PAGE_SHIFT) : 0;
         r->cleanmap = maps;
-        maps += r->npages / 64;
+        maps += map_words(r->npages);
     }
     if ((char *)maps > base + ((uintptr_t)1 << HK_SMALL_PAGE_SHIFT))
         hk_fatal("arena header does not fit in page 0");
@@ -96,7 +144,7 @@ static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
         r->ndirty--;
         return pg;
     }
-    for (uint32_t w = r->clean_hint; w < r->npages / 64; w++) {
+    for (uint32_t w = r->clean_hint; w < map_words(r->npages); w++) {
         if (r->cleanmap[w] != 0) {
             unsigned bit = (unsigned)__builtin_ctzll(r->cleanmap[w]);
             r->cleanmap[w] &= r->cleanmap[w] - 1;
@@ -104,7 +152,7 @@ static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
             return hk_page_header(page_addr(a, kind, w * 64 + bit), shift);
         }
     }
-    r->clean_hint = r->npages / 64;
+    r->clean_hint = map_words(r->npages);
     if (!region_grow(a, kind))
         return NULL;
     uint32_t index = atomic_load_explicit(&r->hwm, memory_order_relaxed);

@@ -22,7 +22,10 @@ static pthread_key_t heap_key;
 static void tls_bind(struct hk_heap *h)
 {
     hk_tls.heap = h;
-    hk_tls.small_key = h ? h->arenas->base >> HK_SMALL_REGION_SHIFT : ~(uintptr_t)0;
+    /* In a compact arena, memory that is not hakmem's may share the small
+     * region's address range: every free of such a heap is validated. */
+    bool fast = h != NULL && !h->arenas->compact;
+    hk_tls.small_key = fast ? h->arenas->base >> HK_SMALL_REGION_SHIFT : ~(uintptr_t)0;
 }
 
 static struct hk_heap *heap_create(void)

@@ -160,6 +160,7 @@ struct hk_arena {
     struct hk_heap *heap;
     struct hk_arena *next; /* the heap's other arenas */
     uintptr_t base;
+    bool compact; /* only the start of each region is reserved (arena.c) */
     struct hk_region region[HK_NKINDS];
 };
 
@@ -268,6 +269,7 @@ void hk_huge_reset_locks(void);
 /* ---- operating system (os.c) --------------------------------------------- */
 
 void *hk_os_reserve_aligned(size_t size, size_t align);
+bool hk_os_reserve_at(void *addr, size_t size);
 bool hk_os_commit(void *p, size_t size);
 void hk_os_purge(void *p, size_t size);
 void *hk_os_map(size_t size);

@@ -27,6 +27,21 @@ void *hk_os_reserve_aligned(size_t size, size_t align)
     return start;
 }
 
+/* Address space at exactly addr, or false if any of it is taken. */
+bool hk_os_reserve_at(void *addr, size_t size)
+{
+    hk_stat_syscall();
+    void *p = mmap(addr, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    if (p != addr) { /* a kernel older than 4.17 took the address as a hint */
+        hk_os_unmap(p, size);
+        return false;
+    }
+    return true;
+}
+
 bool hk_os_commit(void *p, size_t size)
 {
     hk_stat_syscall();

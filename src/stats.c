@@ -111,7 +111,7 @@ HK_API void hak_stats_get(struct hak_stats *out)
     out->classes[0].block_size = 0;
     out->heaps = atomic_load(&hk_os_stats.heaps);
     out->arenas = atomic_load(&hk_os_stats.arenas);
-    out->reserved_bytes = out->arenas * HK_ARENA_SIZE;
+    out->reserved_bytes = atomic_load(&hk_os_stats.reserved_bytes);
     out->committed_bytes = atomic_load(&hk_os_stats.committed_bytes);
     out->purged_bytes = atomic_load(&hk_os_stats.purged_bytes);
     out->syscalls = atomic_load(&hk_os_stats.syscalls);

@@ -13,6 +13,7 @@ struct hk_os_stats {
     _Atomic uint64_t syscalls;
     _Atomic uint64_t heaps;
     _Atomic uint64_t arenas;
+    _Atomic uint64_t reserved_bytes;
     _Atomic uint64_t committed_bytes;
     _Atomic uint64_t purged_bytes;
     _Atomic uint64_t huge_allocs;
