@@ -40,8 +40,11 @@ $(BUILD)/api-obj/%.o: src/%.c $(HDRS) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -DHAKMEM_NO_OVERRIDE -c $< -o $@
 
+# The soname carries the ABI version (struct hak_stats is part of the ABI);
+# the link next to the library lets programs linked in the tree run from it.
 $(SO): $(OBJS)
-	$(CC) $(LIB_LDFLAGS) -Wl,-soname,libhakmem.so -o $@ $(OBJS) $(LIB_LIBS)
+	$(CC) $(LIB_LDFLAGS) -Wl,-soname,libhakmem.so.0 -o $@ $(OBJS) $(LIB_LIBS)
+	ln -sf libhakmem.so $(BUILD)/libhakmem.so.0
 
 $(A): $(OBJS)
 	@rm -f $@
