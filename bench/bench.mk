@@ -19,11 +19,12 @@ BENCH_NOOP   := $(BENCH_OUT)/libnoop_malloc.so
 # Driver options, all optional: QUICK=1 RUNS=N WORKLOADS=a,b ALLOCATORS=x,y
 # IPO=1 (callgrind instructions/op) SYSCALLS=1 (strace syscalls/op)
 # RSS_TRACE=1 (RSS over time) BENCH_ARGS='...' (any other driver flag).
-BENCH_FLAGS := $(if $(QUICK),--quick) $(if $(RUNS),--runs $(RUNS)) \
-	$(if $(WORKLOADS),--workloads $(WORKLOADS)) \
-	$(if $(ALLOCATORS),--allocators $(ALLOCATORS)) \
-	$(if $(IPO),--ipo) $(if $(SYSCALLS),--syscalls) \
-	$(if $(RSS_TRACE),--rss-trace) $(BENCH_ARGS)
+# Each target passes on the ones it understands.
+BENCH_SIZE   = $(if $(QUICK),--quick) $(if $(RUNS),--runs $(RUNS))
+BENCH_WL     = $(if $(WORKLOADS),--workloads $(WORKLOADS))
+BENCH_AL     = $(if $(ALLOCATORS),--allocators $(ALLOCATORS))
+BENCH_EXTRA  = $(if $(IPO),--ipo) $(if $(SYSCALLS),--syscalls) \
+	$(if $(RSS_TRACE),--rss-trace)
 # Debian's python3, where Debian's matplotlib is installed (a python3 earlier
 # in PATH, e.g. from pyenv, would not see it).
 # The make command line is recorded in the reports.
@@ -64,15 +65,16 @@ bench-lib:
 		echo "bench: 'make lib' failed; hakmem will be reported as failed"
 
 bench: bench-deps bench-build bench-lib
-	@$(BENCH_PY) run $(BENCH_FLAGS)
+	@$(BENCH_PY) run $(BENCH_SIZE) $(BENCH_WL) $(BENCH_AL) $(BENCH_EXTRA) $(BENCH_ARGS)
 
 # Headline 1: callgrind instructions per op above the no-op floor.
 bench-ipo: bench-deps bench-build bench-lib
-	@$(BENCH_PY) ipo $(BENCH_FLAGS)
+	@$(BENCH_PY) ipo $(BENCH_WL) $(BENCH_AL) $(BENCH_ARGS)
 
 # Headline 2: 50% remote frees, throughput and RSS over time.
 bench-remote: bench-deps bench-build bench-lib
-	@$(BENCH_PY) run --workloads xthread-50 --rss-trace --scale 5 $(BENCH_FLAGS)
+	@$(BENCH_PY) run --workloads xthread-50 --rss-trace --scale 5 $(BENCH_SIZE) \
+		$(BENCH_AL) $(BENCH_ARGS)
 
 # A/B of two revisions of libhakmem.so; B defaults to the work tree.  The
 # top-level Makefile has its own A (the static library), so only an A given
@@ -80,7 +82,8 @@ bench-remote: bench-deps bench-build bench-lib
 AB_A := $(if $(filter command line,$(origin A)),$(A))
 AB_B := $(if $(filter command line,$(origin B)),$(B),WORKTREE)
 ab: bench-deps bench-build
-	@$(BENCH_PY) ab --a "$(AB_A)" --b "$(AB_B)" $(BENCH_FLAGS)
+	@$(BENCH_PY) ab --a "$(AB_A)" --b "$(AB_B)" $(BENCH_SIZE) $(BENCH_WL) $(BENCH_ARGS)
 
 soak: bench-deps bench-build bench-lib
-	@$(BENCH_PY) soak $(if $(DURATION),--duration $(DURATION)) $(BENCH_FLAGS)
+	@$(BENCH_PY) soak $(if $(DURATION),--duration $(DURATION)) $(if $(QUICK),--quick) \
+		$(BENCH_AL) $(BENCH_ARGS)

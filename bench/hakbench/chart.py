@@ -93,11 +93,3 @@ def traces(path, series, title):
     plt.close(fig)
     return path
 
-
-def available():
-    try:
-        import matplotlib  # noqa: F401
-        return True
-    except ImportError:
-        return False
-

@@ -115,8 +115,6 @@ def main(argv=None):
     i = sub.add_parser("ipo", help="instructions/op above the no-op floor (callgrind)")
     i.add_argument("--workloads", help="default random-mixed-tiny")
     i.add_argument("--allocators")
-    for opt in ("--quick", "--runs", "--scale", "--timeout"):  # accepted, unused
-        i.add_argument(opt, nargs="?", const=True, help=argparse.SUPPRESS)
     i.set_defaults(func=cmd_ipo)
 
     a = sub.add_parser("ab", help="A/B of two revisions of libhakmem.so")
@@ -124,9 +122,6 @@ def main(argv=None):
     a.add_argument("--a", required=True, help="git revision A (the base)")
     a.add_argument("--b", default="WORKTREE",
                    help="git revision B, or WORKTREE for the current tree (default)")
-    a.add_argument("--allocators", help=argparse.SUPPRESS)
-    for opt in ("--ipo", "--syscalls", "--rss-trace"):
-        a.add_argument(opt, action="store_true", help=argparse.SUPPRESS)
     a.set_defaults(func=cmd_ab)
 
     s = sub.add_parser("soak", help="long mixed run with RSS over time")
@@ -137,10 +132,6 @@ def main(argv=None):
     s.add_argument("--sample-ms", type=int, help="default: duration/600 s, at least 250 ms")
     s.add_argument("--no-strace", action="store_true", help="skip the syscall count")
     s.add_argument("--quick", action="store_true", help="30-second soak")
-    for opt in ("--runs", "--scale", "--workloads", "--timeout"):
-        s.add_argument(opt, help=argparse.SUPPRESS)
-    for opt in ("--ipo", "--syscalls", "--rss-trace"):
-        s.add_argument(opt, action="store_true", help=argparse.SUPPRESS)
     s.set_defaults(func=cmd_soak)
 
     sub.add_parser("list", help="workloads and allocators").set_defaults(func=cmd_list)

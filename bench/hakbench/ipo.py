@@ -19,7 +19,8 @@ def run(workloads, allocs, command):
     for w in workloads:
         print(f"{w.name}: callgrind, {w.ipo_scale:g}x the default ops", flush=True)
         rows, entry = [], {"name": w.name, "args": w.argv(w.ipo_scale)[1:], "results": {}}
-        f = callgrind.count(floor, w)
+        f = (callgrind.count(floor, w) if w.has_floor
+             else {"error": "no floor for this workload", "command": ""})
         entry["results"]["floor"] = f
         base = f.get("ipo")
         print(f"    floor: " + (f"{base:.2f} instructions/op" if base else f"failed: {f['error']}"),

@@ -74,7 +74,7 @@ def ipo_rows(results, allocs):
             if c.get("ipo") is None:
                 row.append("FAIL")
             elif c.get("above_floor") is not None:
-                row.append(f"{c['ipo']:.1f} (+{c['above_floor']:.1f})")
+                row.append(f"{c['ipo']:.1f} ({c['above_floor']:+.1f})")
             else:
                 row.append(f"{c['ipo']:.1f}")
         rows.append(row)

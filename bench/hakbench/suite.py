@@ -108,7 +108,7 @@ def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
 def _add_ipo(entry, w, allocs, floor, out):
     out(f"    callgrind ({w.ipo_scale:g}x the ops): ", end="")
     floor_ipo = None
-    if floor is not None:
+    if floor is not None and w.has_floor:
         f = callgrind.count(floor, w)
         entry["ipo_floor"] = f
         floor_ipo = f.get("ipo")
