@@ -23,10 +23,10 @@ HK_API void *hak_malloc(size_t size)
 }
 HK_ALIAS(malloc, hak_malloc)
 
-HK_NOINLINE void *hk_malloc_slow(size_t size)
+/* Refill the TLS list of class cls and return a block from it; also gives a
+ * thread its heap on its first call. */
+static HK_NOINLINE void *refill(unsigned cls)
 {
-    if (size > HK_LARGE_MAX)
-        return hk_huge_alloc(size, HK_OS_PAGE, false);
     struct hk_heap *h = hk_tls.heap;
     if (HK_UNLIKELY(h == NULL)) {
         h = hk_heap_attach();
@@ -35,13 +35,21 @@ HK_NOINLINE void *hk_malloc_slow(size_t size)
             return NULL;
         }
     }
+    return hk_refill(h, cls);
+}
+
+HK_NOINLINE void *hk_malloc_slow(size_t size)
+{
+    if (HK_UNLIKELY(size > HK_LARGE_MAX))
+        return hk_huge_alloc(size, HK_OS_PAGE, false);
     unsigned cls = hk_size_class(size);
-    void *block = hk_tls.free[cls];
-    if (block != NULL) {
-        hk_tls.free[cls] = *(void **)block;
+    void **list = &hk_tls.free[cls];
+    void *block = *list;
+    if (HK_LIKELY(block != NULL)) {
+        *list = *(void **)block;
         return block;
     }
-    return hk_refill(h, cls);
+    return refill(cls);
 }
 
 /* A block of `size` bytes aligned to `align` (a power of two). */
@@ -53,18 +61,18 @@ void *hk_aligned(size_t align, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    struct hk_heap *h = hk_tls.heap;
-    if (h == NULL && (h = hk_heap_attach()) == NULL) {
+    if (HK_UNLIKELY(hk_tls.heap == NULL) && hk_heap_attach() == NULL) {
         errno = ENOMEM;
-        return NULL;
+        return NULL; /* (attaching also sets up the class table) */
     }
     unsigned cls = hk_aligned_class(size, align);
     if (cls == 0)
         return hk_huge_alloc(size, align, false);
-    void *block = hk_tls.free[cls];
-    if (block != NULL) {
-        hk_tls.free[cls] = *(void **)block;
+    void **list = &hk_tls.free[cls];
+    void *block = *list;
+    if (HK_LIKELY(block != NULL)) {
+        *list = *(void **)block;
         return block;
     }
-    return hk_refill(h, cls);
+    return refill(cls);
 }

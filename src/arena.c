@@ -298,28 +298,27 @@ size_t hk_heap_purge(struct hk_heap *h, uint64_t delay, bool wait)
 
 struct hk_page *hk_page_of(const void *ptr)
 {
+    static const uint8_t kind_of_gib[4] = {HK_SMALL, HK_SMALL, HK_MEDIUM, HK_LARGE};
     uintptr_t p = (uintptr_t)ptr;
-    if (p & 15)
-        return NULL;
     struct hk_arena *a = hk_arena_of(p);
-    if (a == NULL)
+    if (a == NULL || (p & 15) != 0)
         return NULL;
-    uintptr_t off = p - a->base;
-    unsigned kind = off < region_offset[HK_MEDIUM] ? HK_SMALL
-                  : off < region_offset[HK_LARGE] ? HK_MEDIUM : HK_LARGE;
+    uintptr_t off = p & (HK_ARENA_SIZE - 1);
+    unsigned kind = kind_of_gib[off >> 30];
     unsigned shift = hk_page_shift(kind);
-    uintptr_t index = (off - region_offset[kind]) >> shift;
-    uint32_t hwm = atomic_load_explicit(&a->region[kind].hwm, memory_order_acquire);
-    if (index < a->region[kind].first || index >= hwm)
-        return NULL;
-    uintptr_t base = page_addr(a, kind, (uint32_t)index);
+    const struct hk_region *r = &a->region[kind];
+    uint32_t index = (uint32_t)((off - region_offset[kind]) >> shift);
+    uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
+    if (index - r->first >= hwm - r->first)
+        return NULL; /* page 0, or never handed out */
+    uintptr_t base = p & ~(((uintptr_t)1 << shift) - 1);
     struct hk_page *pg = hk_page_header(base, shift);
     uint32_t size = pg->block_size;
     if (size == 0)
-        return NULL;
+        return NULL; /* a free page */
     uint64_t in_page = p - base;
-    uint64_t block = (in_page * hk_classes[pg->cls].div_magic) >> 32;
+    uint64_t block = (in_page * pg->div_magic) >> 32;
     if (block * size != in_page || block >= pg->capacity)
-        return NULL;
+        return NULL; /* not the start of a block */
     return pg;
 }

@@ -55,7 +55,9 @@ HK_ALIAS(_ZdaPvmSt11align_val_t, hak_free)
 HK_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, hak_free)
 HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
 
-HK_NOINLINE void hk_free_slow(void *p, const char *call)
+/* Anything but the thread's own blocks: validate, then free it locally,
+ * remotely, or as a huge block; report what hakmem did not hand out. */
+static HK_NOINLINE void free_other(void *p, const char *call)
 {
     if (p == NULL)
         return;
@@ -69,6 +71,19 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     }
     if (!hk_huge_free(p))
         hk_invalid_pointer(call, p);
+}
+
+HK_NOINLINE void hk_free_slow(void *p, const char *call)
+{
+    /* The thread's own medium and large blocks: as trusted as the small ones
+     * of the fast path (nothing else can live in the thread's own arena). */
+    uintptr_t u = (uintptr_t)p;
+    uintptr_t rotated = (u >> 4) | (u << 60);
+    if ((rotated >> (HK_ARENA_SHIFT - 4)) == (hk_tls.small_key >> 1)) {
+        hk_page_free_local(hk_page_of_block(p), p);
+        return;
+    }
+    free_other(p, call);
 }
 
 /* The sized and aligned forms carry information hakmem does not need. */

@@ -96,7 +96,10 @@ struct hk_page {
     uint8_t state;
     uint8_t kind;
     uint8_t reserved;
-    uint64_t freed_at; /* when a free page was retired (for purging) */
+    union {
+        uint32_t div_magic; /* in use: the class's ceil(2^32 / block_size) */
+        uint64_t freed_at;  /* free: when it was retired (for purging) */
+    };
 };
 _Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is one cache line");
 
@@ -138,7 +141,16 @@ struct hk_class {
 };
 extern struct hk_class hk_classes[HK_NCLASSES];
 
-unsigned hk_size_class(size_t size);           /* size <= HK_LARGE_MAX */
+/* The class of a size up to HK_LARGE_MAX. */
+static inline unsigned hk_size_class(size_t size)
+{
+    if (size <= HK_FAST_MAX)
+        return size == 0 ? 1 : (unsigned)((size + 15) >> 4);
+    size_t s = size - 1;
+    unsigned bits = 63 - (unsigned)__builtin_clzl(s); /* size in (2^bits, 2^(bits+1)] */
+    unsigned step = (unsigned)(s >> (bits - 2)) & 3;
+    return 65 + (bits - 10) * 4 + step;
+}
 unsigned hk_aligned_class(size_t size, size_t align); /* 0: none fits */
 void hk_classes_init(void);
 

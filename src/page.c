@@ -37,6 +37,7 @@ static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->unbumped = k->capacity;
     pg->cls = (uint8_t)cls;
     pg->kind = k->kind;
+    pg->div_magic = k->div_magic;
 }
 
 static unsigned list_length(void *list)

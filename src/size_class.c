@@ -46,22 +46,15 @@ void hk_classes_init(void)
     hk_classes[0] = hk_classes[1];
 }
 
-unsigned hk_size_class(size_t size)
-{
-    if (size <= HK_FAST_MAX)
-        return size == 0 ? 1 : (unsigned)((size + 15) >> 4);
-    size_t s = size - 1;
-    unsigned bits = 63 - (unsigned)__builtin_clzl(s); /* size in (2^bits, 2^(bits+1)] */
-    unsigned step = (unsigned)(s >> (bits - 2)) & 3;
-    return 65 + (bits - 10) * 4 + step;
-}
-
+/* The smallest class whose blocks are multiples of align (a power of two
+ * above 16): blocks start at the page base, so such blocks are aligned. */
 unsigned hk_aligned_class(size_t size, size_t align)
 {
     if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
         return 0;
-    for (unsigned c = hk_size_class(size); c < HK_NCLASSES; c++)
-        if (hk_classes[c].block_size % align == 0)
+    size_t rounded = (size + align - 1) & ~(align - 1);
+    for (unsigned c = hk_size_class(rounded == 0 ? align : rounded); c < HK_NCLASSES; c++)
+        if ((hk_classes[c].block_size & (align - 1)) == 0)
             return c;
     return 0;
 }
