@@ -30,9 +30,12 @@ HK_API void *hak_calloc(size_t count, size_t size)
 }
 HK_ALIAS(calloc, hak_calloc)
 
-/* Usable size of a live block, or 0 for NULL; aborts on a foreign pointer. */
+/* Usable size of a live block, or 0 for NULL; aborts on a foreign pointer.
+ * The thread's own blocks are found by masking, as free finds them. */
 size_t hk_usable_size(const void *p, const char *call)
 {
+    if (hk_own_arena(p))
+        return hk_page_of_block(p)->block_size;
     if (p == NULL)
         return 0;
     struct hk_page *pg = hk_page_of(p);
@@ -61,8 +64,11 @@ HK_API void *hak_realloc(void *p, size_t size)
     }
     if (size <= old && (size >= old / 2 || old <= 32))
         return p; /* shrinking a little: keep the block */
-    if (old > HK_LARGE_MAX && size > HK_LARGE_MAX)
-        return hk_huge_realloc(p, size);
+    if (old > HK_LARGE_MAX && size > HK_LARGE_MAX) {
+        void *q = hk_huge_realloc(p, size); /* the kernel moves the pages */
+        if (q != NULL)
+            return q; /* else (a range mremap cannot move): copy */
+    }
     void *q = hak_malloc(size);
     if (q == NULL)
         return NULL;

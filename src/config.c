@@ -15,18 +15,18 @@
 static const struct hk_config profiles[] = {
     /* speed: keep free memory longer; purge only while the program runs */
     {.profile = "speed", .purge_delay_ms = 5000, .purge_thread = false,
-     .huge_cache_bytes = (size_t)256 << 20, .huge_cache_ms = 5000},
+     .huge_cache_bytes = (size_t)256 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 5000},
     /* balanced (the default) */
     {.profile = "balanced", .purge_delay_ms = 250, .purge_thread = true,
-     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_ms = 250},
+     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250},
     /* lean: give memory back almost at once */
     {.profile = "lean", .purge_delay_ms = 20, .purge_thread = true,
-     .huge_cache_bytes = (size_t)8 << 20, .huge_cache_ms = 20},
+     .huge_cache_bytes = (size_t)8 << 20, .huge_cache_live_pct = 25, .huge_cache_ms = 20},
 };
 
 struct hk_config hk_config = {
     .profile = "balanced", .purge_delay_ms = 250, .purge_thread = true,
-    .huge_cache_bytes = (size_t)64 << 20, .huge_cache_ms = 250,
+    .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250,
 };
 
 static bool parse_u64(const char *name, uint64_t *out)
@@ -82,6 +82,8 @@ void hk_config_load(void)
         hk_config.huge_cache_bytes = (size_t)x;
     if (parse_u64("HAKMEM_HUGE_CACHE_MS", &x))
         hk_config.huge_cache_ms = x;
+    if (parse_u64("HAKMEM_HUGE_CACHE_LIVE_PCT", &x))
+        hk_config.huge_cache_live_pct = x;
 }
 
 void hk_config_print(void)
@@ -89,10 +91,11 @@ void hk_config_print(void)
     char buf[512];
     int n = snprintf(buf, sizeof buf,
                      "hakmem %s: profile=%s purge_delay_ms=%llu purge_thread=%d "
-                     "huge_cache=%zu huge_cache_ms=%llu stats=%s\n",
+                     "huge_cache=%zu huge_cache_live_pct=%llu huge_cache_ms=%llu stats=%s\n",
                      HAKMEM_VERSION_STRING, hk_config.profile,
                      (unsigned long long)hk_config.purge_delay_ms, hk_config.purge_thread,
-                     hk_config.huge_cache_bytes, (unsigned long long)hk_config.huge_cache_ms,
+                     hk_config.huge_cache_bytes, (unsigned long long)hk_config.huge_cache_live_pct,
+                     (unsigned long long)hk_config.huge_cache_ms,
                      hk_config.stats == 0 ? "off" : hk_config.stats == 1 ? "table" : "json");
     if (n > 0)
         (void)!write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);

@@ -12,9 +12,8 @@
 
 static inline void free_block(void *p, const char *call)
 {
-    uintptr_t u = (uintptr_t)p;
-    uintptr_t rotated = (u >> 4) | (u << 60);
-    if (HK_LIKELY((rotated >> (HK_SMALL_REGION_SHIFT - 4)) == hk_tls.small_key)) {
+    if (HK_LIKELY(hk_own_small(p))) {
+        uintptr_t u = (uintptr_t)p;
         /* hk_page_free_local, spelled so that gcc addresses both fields from
          * the page base and decrements `used` in memory. */
         char *base = (char *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
@@ -77,9 +76,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
 {
     /* The thread's own medium and large blocks: as trusted as the small ones
      * of the fast path (nothing else can live in the thread's own arena). */
-    uintptr_t u = (uintptr_t)p;
-    uintptr_t rotated = (u >> 4) | (u << 60);
-    if ((rotated >> (HK_ARENA_SHIFT - 4)) == (hk_tls.small_key >> 1)) {
+    if (hk_own_arena(p)) {
         hk_page_free_local(hk_page_of_block(p), p);
         return;
     }

@@ -1,9 +1,9 @@
 /*
  * Huge blocks (above 512 KiB, or aligned beyond what a size class gives):
- * each has its own mapping.  A registry (an open-addressing hash table)
+ * each has its own range of address space, from mmap or from the cache of
+ * freed ranges (huge_cache.c).  A registry (an open-addressing hash table)
  * knows every huge block, so free can tell a huge block from a foreign
- * pointer; a small cache of freed mappings, bounded in bytes and in time,
- * spares repeated allocations of similar sizes a system call pair each.
+ * pointer.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,15 +24,6 @@ static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct huge_entry *table;
 static size_t table_cap; /* a power of two */
 static size_t table_used; /* live entries and tombstones */
-
-struct cached_map {
-    uintptr_t addr;
-    size_t size;
-    uint64_t freed_at;
-};
-#define CACHE_SLOTS 16
-static struct cached_map cache[CACHE_SLOTS];
-static size_t cache_bytes;
 
 static size_t slot_of(uintptr_t addr)
 {
@@ -91,45 +82,6 @@ static bool insert(uintptr_t addr, size_t size)
     return true;
 }
 
-/* Unmap cached mappings older than the cache delay (all when `all`); the
- * caller holds huge_lock and unmaps the returned list afterwards. */
-static size_t cache_expire(bool all, struct cached_map *out)
-{
-    uint64_t now = hk_clock_ms();
-    size_t n = 0;
-    for (int i = 0; i < CACHE_SLOTS; i++) {
-        struct cached_map *c = &cache[i];
-        if (c->addr != 0 && (all || c->freed_at + hk_config.huge_cache_ms <= now)) {
-            out[n++] = *c;
-            cache_bytes -= c->size;
-            c->addr = 0;
-        }
-    }
-    return n;
-}
-
-static void unmap_all(const struct cached_map *maps, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        hk_os_unmap((void *)maps[i].addr, maps[i].size);
-}
-
-/* The best cached mapping for `size` bytes: not more than a quarter larger. */
-static struct cached_map *cache_find(size_t size, size_t align)
-{
-    struct cached_map *best = NULL;
-    for (int i = 0; i < CACHE_SLOTS; i++) {
-        struct cached_map *c = &cache[i];
-        if (c->addr == 0 || c->size < size || c->size - size > size / 4)
-            continue;
-        if ((c->addr & (align - 1)) != 0)
-            continue;
-        if (best == NULL || c->size < best->size)
-            best = c;
-    }
-    return best;
-}
-
 void *hk_huge_alloc(size_t size, size_t align, bool zero)
 {
     if (size > PTRDIFF_MAX - align) {
@@ -143,27 +95,23 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
         align = HK_OS_PAGE;
     hk_init();
     hk_purge_poll();
-    struct cached_map expired[CACHE_SLOTS];
-    pthread_mutex_lock(&huge_lock);
-    size_t nexpired = cache_expire(false, expired);
-    struct cached_map *c = cache_find(len, align);
-    uintptr_t addr = 0;
-    if (c != NULL) {
-        addr = c->addr;
-        len = c->size;
-        cache_bytes -= c->size;
-        c->addr = 0;
-        if (!insert(addr, len)) {
-            pthread_mutex_unlock(&huge_lock);
-            hk_os_unmap((void *)addr, len);
+    size_t have;
+    uintptr_t addr = hk_huge_cache_take(&len, align, &have);
+    if (addr != 0 && have < len) {
+        void *grown = hk_os_remap((void *)addr, have, len);
+        if (grown == NULL)
+            hk_os_unmap((void *)addr, have); /* the range spans mappings */
+        addr = (uintptr_t)grown;
+    }
+    if (addr != 0) {
+        pthread_mutex_lock(&huge_lock);
+        bool ok = insert(addr, len);
+        pthread_mutex_unlock(&huge_lock);
+        if (!ok) {
+            hk_huge_cache_put(addr, len);
             errno = ENOMEM;
             return NULL;
         }
-        hk_stat_add(&hk_os_stats.huge_cache_hits, 1);
-    }
-    pthread_mutex_unlock(&huge_lock);
-    unmap_all(expired, nexpired);
-    if (addr != 0) {
         if (zero)
             memset((void *)addr, 0, size);
         return (void *)addr;
@@ -202,30 +150,14 @@ bool hk_huge_free(void *p)
     uintptr_t addr = (uintptr_t)p;
     if (addr & (HK_OS_PAGE - 1))
         return false;
-    struct cached_map expired[CACHE_SLOTS];
     size_t size;
     pthread_mutex_lock(&huge_lock);
-    if (!take_entry(addr, &size)) {
-        pthread_mutex_unlock(&huge_lock);
-        return false;
-    }
-    size_t nexpired = cache_expire(false, expired);
-    bool cached = false;
-    if (cache_bytes + size <= hk_config.huge_cache_bytes) {
-        for (int i = 0; i < CACHE_SLOTS && !cached; i++) {
-            if (cache[i].addr == 0) {
-                cache[i] = (struct cached_map){addr, size, hk_clock_ms()};
-                cache_bytes += size;
-                cached = true;
-            }
-        }
-    }
+    bool found = take_entry(addr, &size);
     pthread_mutex_unlock(&huge_lock);
-    unmap_all(expired, nexpired);
-    if (!cached)
-        hk_os_unmap(p, size);
-    else
-        hk_purge_schedule(NULL, 0);
+    if (!found)
+        return false;
+    hk_huge_cache_put(addr, size);
+    hk_purge_schedule(NULL, 0);
     return true;
 }
 
@@ -255,12 +187,9 @@ void *hk_huge_realloc(void *p, size_t size)
     pthread_mutex_unlock(&huge_lock);
     if (!found)
         hk_invalid_pointer("realloc", p);
-    hk_stat_syscall();
-    void *q = mremap(p, old, len, MREMAP_MAYMOVE);
-    if (q == MAP_FAILED) {
-        q = NULL;
+    void *q = hk_os_remap(p, old, len);
+    if (q == NULL)
         len = old;
-    }
     pthread_mutex_lock(&huge_lock);
     bool ok = insert((uintptr_t)(q ? q : p), len);
     pthread_mutex_unlock(&huge_lock);
@@ -271,38 +200,20 @@ void *hk_huge_realloc(void *p, size_t size)
     return q;
 }
 
-size_t hk_huge_cache_purge(bool all)
-{
-    struct cached_map expired[CACHE_SLOTS];
-    pthread_mutex_lock(&huge_lock);
-    size_t n = cache_expire(all, expired);
-    pthread_mutex_unlock(&huge_lock);
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        bytes += expired[i].size;
-    unmap_all(expired, n);
-    return bytes;
-}
-
-bool hk_huge_cache_pending(void)
-{
-    pthread_mutex_lock(&huge_lock);
-    bool pending = cache_bytes != 0;
-    pthread_mutex_unlock(&huge_lock);
-    return pending;
-}
-
 void hk_huge_lock_all(void)
 {
     pthread_mutex_lock(&huge_lock);
+    hk_huge_cache_lock();
 }
 
 void hk_huge_unlock_all(void)
 {
+    hk_huge_cache_unlock();
     pthread_mutex_unlock(&huge_lock);
 }
 
 void hk_huge_reset_locks(void)
 {
     pthread_mutex_init(&huge_lock, NULL);
+    hk_huge_cache_reset_lock();
 }

@@ -230,6 +230,25 @@ struct hk_tls {
 };
 extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
 
+/* Rotating an address right by 4 moves its low bits to the top, so that a
+ * pointer that is not 16-byte aligned can never match a key. */
+static inline uintptr_t hk_rotate4(uintptr_t p)
+{
+    return (p >> 4) | (p << 60);
+}
+
+/* p is 16-byte aligned and in the thread's own small region. */
+static inline bool hk_own_small(const void *p)
+{
+    return (hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4)) == hk_tls.small_key;
+}
+
+/* p is 16-byte aligned and in the thread's own first arena. */
+static inline bool hk_own_arena(const void *p)
+{
+    return (hk_rotate4((uintptr_t)p) >> (HK_ARENA_SHIFT - 4)) == (hk_tls.small_key >> 1);
+}
+
 struct hk_heap *hk_heap_attach(void);      /* gives the thread a heap */
 void hk_heap_flush_tls(struct hk_heap *h); /* TLS lists back to their pages */
 void hk_heap_drain_delayed(struct hk_heap *h);
@@ -272,8 +291,17 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero);
 bool hk_huge_free(void *p);                 /* false: not a huge block */
 size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
 void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
+
+/* ---- the cache of freed huge ranges (huge_cache.c) ----------------------- */
+
+uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have);
+void hk_huge_cache_put(uintptr_t addr, size_t len);
 size_t hk_huge_cache_purge(bool all);
 bool hk_huge_cache_pending(void);
+void hk_huge_cache_lock(void);
+void hk_huge_cache_unlock(void);
+void hk_huge_cache_reset_lock(void);
+
 void hk_huge_lock_all(void);
 void hk_huge_unlock_all(void);
 void hk_huge_reset_locks(void);
@@ -287,6 +315,7 @@ void hk_os_purge(void *p, size_t size);
 void *hk_os_map(size_t size);
 void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped);
 void hk_os_unmap(void *p, size_t size);
+void *hk_os_remap(void *p, size_t old_size, size_t new_size); /* NULL: failed */
 uint64_t hk_clock_ms(void);
 
 /* ---- configuration (config.c) -------------------------------------------- */
@@ -295,7 +324,8 @@ struct hk_config {
     const char *profile;       /* speed, balanced or lean */
     uint64_t purge_delay_ms;   /* free pages keep their memory this long */
     bool purge_thread;         /* a background thread purges (else the owner) */
-    size_t huge_cache_bytes;   /* bound on cached huge mappings */
+    size_t huge_cache_bytes;   /* bound on cached huge mappings, plus: */
+    uint64_t huge_cache_live_pct; /* this share of the bytes in live huge blocks */
     uint64_t huge_cache_ms;    /* how long a cached mapping may wait */
     bool verbose;
     int stats;                 /* HAKMEM_STATS: 0 off, 1 table, 2 JSON */

@@ -91,6 +91,14 @@ void hk_os_unmap(void *p, size_t size)
     munmap(p, size);
 }
 
+/* Move or grow a mapping without copying: the kernel moves its pages. */
+void *hk_os_remap(void *p, size_t old_size, size_t new_size)
+{
+    hk_stat_syscall();
+    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? NULL : q;
+}
+
 uint64_t hk_clock_ms(void)
 {
     struct timespec ts;
