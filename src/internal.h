@@ -56,7 +56,7 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_LARGE_PAGE_SHIFT 22
 #define HK_SMALL_REGION_SHIFT 31 /* the small region is the arena's lower half */
 
-#define HK_PAGE_HEADER_SIZE 64
+#define HK_PAGE_HEADER_SIZE 128
 #define HK_SMALL_MAX 4096
 #define HK_MEDIUM_MAX (64 * 1024)
 #define HK_LARGE_MAX (512 * 1024)
@@ -81,27 +81,32 @@ enum hk_page_state {
  * their frees to the heap's delayed list so that the owner learns of them. */
 #define HK_REMOTE_FULL ((uintptr_t)1)
 
-/* The header in the last 64 bytes of every page. */
+/* The header in the last 128 bytes of every page: two cache lines, so that
+ * the owner's frees (second line) and other threads' frees (first line) do
+ * not pull the same line back and forth between cores. */
 struct hk_page {
-    void *local_free;  /* blocks freed by the owning thread */
-    int32_t used;      /* blocks not in local_free and not yet carved */
-    uint32_t block_size;
+    /* Read by any thread; written at page set-up, and by remote frees. */
     _Atomic uintptr_t remote; /* blocks freed by other threads, or FULL */
     struct hk_heap *heap;     /* owner; fixed for the page's life */
-    struct hk_page *next;     /* class queue, or the arena's dirty list */
-    struct hk_page *prev;
-    uint16_t capacity; /* blocks in the page */
-    uint16_t unbumped; /* blocks at the end never handed out yet */
+    uint32_t block_size;      /* 0 while the page is free */
+    uint32_t div_magic;       /* the class's ceil(2^32 / block_size) */
+    uint16_t capacity;        /* blocks in the page */
     uint8_t cls;
-    uint8_t state;
     uint8_t kind;
-    uint8_t reserved;
-    union {
-        uint32_t div_magic; /* in use: the class's ceil(2^32 / block_size) */
-        uint64_t freed_at;  /* free: when it was retired (for purging) */
-    };
+    uint8_t shared_pad[36];
+    /* The owner's. */
+    void *local_free; /* blocks freed by the owning thread */
+    int32_t used;     /* blocks not in local_free and not yet carved */
+    uint16_t unbumped; /* blocks at the end never handed out yet */
+    uint8_t state;
+    uint8_t owner_pad;
+    struct hk_page *next; /* class queue, or the arena's dirty list */
+    struct hk_page *prev;
+    uint64_t freed_at; /* when a free page was retired (for purging) */
+    uint8_t owner_pad2[24];
 };
-_Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is one cache line");
+_Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is two cache lines");
+_Static_assert(offsetof(struct hk_page, local_free) == 64, "owner fields on their own line");
 
 static inline unsigned hk_page_shift(unsigned kind)
 {
