@@ -65,7 +65,8 @@ run() {
 		return 0
 	fi
 	local log=$LOGS/${name//[^A-Za-z0-9_.-]/_}.log start=$SECONDS rc=0
-	timeout -k 10 "$TIMEOUT" "$@" >"$log" 2>&1 </dev/null || rc=$?
+	# In a subshell: a test killed by a signal is reported here, not by bash.
+	(timeout -k 10 "$TIMEOUT" "$@") >"$log" 2>&1 </dev/null || rc=$?
 	local secs=$((SECONDS - start))
 	local n_checks n_skips
 	n_checks=$(sum_of checks "$log")
@@ -127,24 +128,39 @@ else
 		run "$p [static]" "${xfail[@]}" "$B/static/$p"
 	done
 
-	# 2. The allocator's own code under sanitizers (hak_* names only).
-	for p in threads/stress threads/churn threads/thread_exit; do
-		run "sanitize/asan+ubsan $p" env TEST_SCALE=25 TEST_NO_RSS=1 \
-			ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
-			UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$B/asan/$p"
-		run "sanitize/tsan $p" env TEST_SCALE=10 TEST_NO_RSS=1 \
-			TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "$B/tsan/$p"
+	# 2. The allocation-heavy programs under the other configurations:
+	# each profile, and purging at once (purge paths race with allocation).
+	for cfg in HAKMEM_PROFILE=lean HAKMEM_PROFILE=speed \
+		"HAKMEM_PURGE_DELAY_MS=0 HAKMEM_HUGE_CACHE=0"; do
+		for p in api/calloc api/realloc api/trim threads/stress threads/churn \
+			threads/thread_exit threads/fork; do
+			run "config/$p [$cfg]" env $cfg LD_PRELOAD="$LIB" "$B/plain/$p"
+		done
 	done
 
-	# 3. libFuzzer: a bounded run (tests/fuzz/README.md has the long one).
+	# 3. The allocator's own code under sanitizers (hak_* names only).
+	asan=(env TEST_ALLOCATOR=hak_names TEST_SCALE=50 TEST_NO_RSS=1
+		ASAN_OPTIONS=halt_on_error=1:detect_leaks=1
+		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
+	tsan=(env TEST_ALLOCATOR=hak_names TEST_SCALE=25 TEST_NO_RSS=1
+		TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1)
+	for p in threads/stress threads/churn threads/thread_exit; do
+		run "sanitize/asan+ubsan $p" "${asan[@]}" "$B/asan/$p"
+		run "sanitize/tsan $p" "${tsan[@]}" "$B/tsan/$p"
+	done
+	run "sanitize/tsan threads/stress [purge at once]" "${tsan[@]}" \
+		HAKMEM_PURGE_DELAY_MS=0 HAKMEM_HUGE_CACHE=0 "$B/tsan/threads/stress"
+
+	# 4. libFuzzer: a bounded run (tests/README.md has the long one).
 	run "fuzz/hak_ops" tests/fuzz/run.sh "$B/fuzz/fuzz_hak" "${FUZZ_SECONDS:-120}"
 
-	# 4. valgrind memcheck of programs linked with -lhakmem.
-	for p in threads/stress api/realloc api/calloc cxx/operators; do
-		run "valgrind $p" env TEST_SCALE=3 tests/valgrind.sh "$B/linked/$p"
+	# 5. valgrind memcheck of programs linked with -lhakmem.
+	for p in threads/stress threads/churn api/realloc api/calloc api/usable_size \
+		api/memalign cxx/operators; do
+		run "valgrind $p" env TEST_SCALE=5 TEST_NO_RSS=1 tests/valgrind.sh "$B/linked/$p"
 	done
 
-	# 5. Real programs under LD_PRELOAD, output compared with glibc runs.
+	# 6. Real programs under LD_PRELOAD, output compared with glibc runs.
 	for s in tests/programs/*.sh; do
 		[[ $s == */lib.sh ]] && continue
 		run "programs/$(basename "$s" .sh)" env HAKMEM_LIB="$LIB" "$s"

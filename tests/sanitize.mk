@@ -18,9 +18,9 @@ SAN_KINDS := asan tsan
 SAN_BINS  := $(foreach k,$(SAN_KINDS),$(SAN_PROGS:%=$(T)/$(k)/%))
 FUZZ_BIN  := $(T)/fuzz/fuzz_hak
 
-# Objects of one kind: allocator, check library, test program.
-san_objs = $(SRCS:src/%.c=$(T)/$(1)/hak/%.o) \
-	$(CHECK_LIB_SRCS:tests/lib/%.c=$(T)/$(1)/lib/%.o)
+# Objects of one kind: the allocator, and the check library.
+hak_objs = $(SRCS:src/%.c=$(T)/$(1)/hak/%.o)
+lib_objs = $(CHECK_LIB_SRCS:tests/lib/%.c=$(T)/$(1)/lib/%.o)
 
 define san_rules
 $(T)/$(1)/hak/%.o: src/%.c $(HDRS) tests/sanitize.mk
@@ -36,12 +36,19 @@ endef
 $(foreach k,$(SAN_KINDS) fuzz,$(eval $(call san_rules,$(k))))
 
 define san_prog_rule
-$(T)/$(1)/$(2): $(T)/$(1)/obj/$(2).o $(call san_objs,$(1))
+$(T)/$(1)/$(2): $(T)/$(1)/obj/$(2).o $(call hak_objs,$(1)) $(call lib_objs,$(1))
 	@mkdir -p $$(dir $$@)
 	$(SAN_CC) $(SAN_FLAGS_$(1)) -pthread $$^ -o $$@
 endef
 $(foreach k,$(SAN_KINDS),$(foreach p,$(SAN_PROGS),$(eval $(call san_prog_rule,$(k),$(p)))))
 
-$(FUZZ_BIN): $(T)/fuzz/obj/fuzz/fuzz_hak.o $(call san_objs,fuzz)
+# The driver itself gets no coverage instrumentation: its pattern loops
+# would dominate the run time, and hakmem's coverage is what should guide.
+$(T)/fuzz/obj/fuzz/fuzz_hak.o: tests/fuzz/fuzz_hak.c $(TEST_HDRS) tests/sanitize.mk
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_COMMON) -fsanitize=address,undefined -D_GNU_SOURCE \
+		-DTEST_HAK_NAMES -c $< -o $@
+
+$(FUZZ_BIN): $(T)/fuzz/obj/fuzz/fuzz_hak.o $(call hak_objs,fuzz)
 	@mkdir -p $(dir $@)
 	$(SAN_CC) -fsanitize=fuzzer,address,undefined -pthread $^ -o $@

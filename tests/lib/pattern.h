@@ -12,7 +12,6 @@
 /* The tests build with -fno-builtin (so that malloc calls stay real); the
  * 8-byte copies here must still be inlined, not calls into libc. */
 #define word_copy(d, s, n) __builtin_memcpy((d), (s), (n))
-#define word_cmp(a, b, n) __builtin_memcmp((a), (b), (n))
 
 /* Word w of the pattern; byte i is byte (i % 8) of word i / 8.  One
  * multiply per word keeps multi-megabyte blocks cheap to fill and check;
@@ -42,8 +41,9 @@ static inline size_t pattern_find_mismatch(const void *p, size_t n, uint64_t see
 	const unsigned char *b = (const unsigned char *)p;
 	size_t w = 0;
 	for (; (w + 1) * 8 <= n; w++) {
-		uint64_t v = pattern_word(seed, w);
-		if (word_cmp(b + w * 8, &v, 8) != 0)
+		uint64_t got;
+		word_copy(&got, b + w * 8, 8);
+		if (got != pattern_word(seed, w))
 			break;
 	}
 	for (size_t i = w * 8; i < n; i++) {
