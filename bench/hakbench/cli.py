@@ -54,11 +54,15 @@ def cmd_run(args):
               + (f"   NOT RUNNABLE: {a.broken}" if a.broken else ""))
     meta = {"machine": machine.describe(), "command": _command_line(),
             "scale": scale, "runs": runs}
+    busy = machine.busy_warning()
+    if busy:
+        print(busy)
     results = suite.run_suite(
         chosen, allocs, runs, scale, ipo=args.ipo, count_syscalls=args.syscalls,
         sample_ms=args.sample_ms if args.rss_trace else 0, timeout=args.timeout,
         floor=allocators.noop_floor() if args.ipo else None, out=suite.printer)
 
+    meta["load_average_end"] = os.getloadavg()
     base = output.base("bench")
     charts = [chart.suite(base + ".png", results, allocs,
                           f"hakmem vs peers, median of {runs} runs")]

@@ -51,3 +51,13 @@ def describe():
         "hakmem_commit": allocators.git_version(paths.REPO),
         "load_average": os.getloadavg(),
     }
+
+
+def busy_warning():
+    """A warning when other work already loads the machine at the start."""
+    load = os.getloadavg()[0]
+    cores = os.cpu_count() or 1
+    if load > cores / 2:
+        return (f"bench: note: load average {load:.1f} on {cores} cores before the run; "
+                "other work shares the machine, expect noisy figures (see max CV)")
+    return None

@@ -195,7 +195,10 @@ def markdown(results, allocs, runs, meta, charts=()):
     lines += [f"- Date: {m['date']}; host {m['host']}",
               f"- Machine: {m['cpu']}, {m['cores']} cores, {m['memory']}; "
               f"Linux {m['kernel']}; {m['libc']}; {m['compiler']}",
-              f"- Load average at start: {', '.join(f'{x:.2f}' for x in m['load_average'])}",
+              f"- Load average at start: {', '.join(f'{x:.2f}' for x in m['load_average'])}"
+              + (f"; at end: {', '.join(f'{x:.2f}' for x in meta['load_average_end'])}"
+                 if meta.get("load_average_end") else "")
+              + " (1, 5, 15 min)",
               f"- hakmem: {m['hakmem_commit']}",
               f"- Suite command: `{meta['command']}`",
               f"- Runs per allocator and workload: {runs}, interleaved; "
