@@ -13,7 +13,6 @@ import os
 import subprocess
 
 from . import allocators, machine, output, paths, suite, tables
-from .report import _fmt_rate
 
 BAND_PCT = 1.0
 
@@ -89,7 +88,7 @@ def run(rev_a, rev_b, workloads, runs, scale, timeout, command):
         noise = max(sa["cv_pct"], sb["cv_pct"])
         rss = 100.0 * (cb["peak_rss_kb"]["median"] / ca["peak_rss_kb"]["median"] - 1.0)
         v = verdict(change, noise)
-        rows.append([e["name"], _fmt_rate(sa["median"]), _fmt_rate(sb["median"]),
+        rows.append([e["name"], tables.rate(sa["median"]), tables.rate(sb["median"]),
                      f"{change:+.2f}%", f"{noise:.1f}%", f"{rss:+.1f}%", v])
         doc_rows.append({"workload": e["name"], "a": sa, "b": sb, "change_pct": change,
                          "noise_pct": noise, "peak_rss_change_pct": rss, "verdict": v})

@@ -1,5 +1,4 @@
 """PNG charts with matplotlib (Debian's python3-matplotlib); skipped if absent."""
-import os
 
 COLORS = {"hakmem": "#d62728", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
           "jemalloc": "#2ca02c", "tcmalloc": "#ff7f0e", "A": "#1f77b4", "B": "#d62728"}

@@ -23,7 +23,7 @@ def run(workloads, allocs, command):
              else {"error": "no floor for this workload", "command": ""})
         entry["results"]["floor"] = f
         base = f.get("ipo")
-        print(f"    floor: " + (f"{base:.2f} instructions/op" if base else f"failed: {f['error']}"),
+        print("    floor: " + (f"{base:.2f} instructions/op" if base else f"failed: {f['error']}"),
               flush=True)
         rows.append(["floor (no-op malloc)", f"{base:.1f}" if base else "n/a", "0", 
                      f.get("ir", "-"), f.get("ops", "-")])

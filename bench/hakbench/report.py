@@ -5,13 +5,6 @@ import os
 from . import tables
 
 
-def _fmt_rate(v):
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if v >= div:
-            return f"{v / div:.3g}{suffix}"
-    return f"{v:.3g}"
-
-
 def _mib(kb):
     return f"{kb / 1024:.1f}"
 
@@ -114,7 +107,7 @@ def sections(results, allocs, runs):
         ("Throughput", f"ops/s, median of {runs} runs; (ratio to the best peer in the row); "
          "max CV = largest coefficient of variation in the row",
          ["workload"] + names + ["max CV"],
-         figure_rows(results, allocs, "ops_per_sec", _fmt_rate, True)),
+         figure_rows(results, allocs, "ops_per_sec", tables.rate, True)),
         ("Peak RSS", "MiB (VmHWM), median; (ratio to the smallest peer)",
          ["workload"] + names, figure_rows(results, allocs, "peak_rss_kb", _mib, False)),
         ("RSS after free", "MiB resident once the workload has freed everything, "
@@ -156,8 +149,8 @@ def _details(results, allocs):
             if s is None:
                 rows.append([a.name, "FAIL", "", "", "", "", "", "", ""])
                 continue
-            rows.append([a.name, _fmt_rate(s["median"]), _fmt_rate(s["min"]),
-                         _fmt_rate(s["max"]), f"{s['cv_pct']:.1f}%", s["n"],
+            rows.append([a.name, tables.rate(s["median"]), tables.rate(s["min"]),
+                         tables.rate(s["max"]), f"{s['cv_pct']:.1f}%", s["n"],
                          _mib(c["peak_rss_kb"]["median"]),
                          _mib(c["rss_after_free_kb"]["median"]),
                          _mib(c["rss_after_trim_kb"]["median"])])

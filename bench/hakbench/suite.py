@@ -8,18 +8,12 @@ import sys
 import time
 
 from . import callgrind, stats, syscalls
+from .tables import rate
 from . import runner as runner_mod
 
 # The figures summarised over runs, from each run's result line.
 FIGURES = ["ops_per_sec", "seconds", "peak_rss_kb", "rss_after_free_kb",
            "rss_after_trim_kb", "rss_start_kb"]
-
-
-def _short(v):
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if v >= div:
-            return f"{v / div:.3g}{suffix}"
-    return f"{v:.3g}"
 
 
 class Progress:
@@ -39,9 +33,6 @@ class Progress:
             return f"{elapsed:4.0f}s elapsed"
         left = elapsed / self.done * (self.total - self.done)
         return f"{elapsed:4.0f}s elapsed, ~{left:.0f}s left"
-
-    def say(self, text):
-        print(text, flush=True)
 
 
 def summarize_cell(runs, extra_keys):
@@ -82,7 +73,7 @@ def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
                                        sample_ms=sample_ms)
                 per_alloc[a.name].append(r)
                 progress.step()
-                line.append(f"{a.name} {_short(r.result['ops_per_sec'])}" if r.ok
+                line.append(f"{a.name} {rate(r.result['ops_per_sec'])}" if r.ok
                             else f"{a.name} FAIL")
             out(f"    run {i + 1}/{runs}: " + "  ".join(line) + f"   ({progress.eta()})")
         for a in allocs:

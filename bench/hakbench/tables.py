@@ -1,6 +1,14 @@
 """Rendering rows as a Markdown table or as aligned terminal text."""
 
 
+def rate(v):
+    """A rate in 3 significant digits with a k/M/G suffix."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.3g}"
+
+
 def markdown(headers, rows, align=None):
     align = align or ["l"] + ["r"] * (len(headers) - 1)
     sep = ["---:" if a == "r" else "---" for a in align]
