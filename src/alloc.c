@@ -23,21 +23,6 @@ HK_API void *hak_malloc(size_t size)
 }
 HK_ALIAS(malloc, hak_malloc)
 
-/* Refill the TLS list of class cls and return a block from it; also gives a
- * thread its heap on its first call. */
-static HK_NOINLINE void *refill(unsigned cls)
-{
-    struct hk_heap *h = hk_tls.heap;
-    if (HK_UNLIKELY(h == NULL)) {
-        h = hk_heap_attach();
-        if (h == NULL) {
-            errno = ENOMEM;
-            return NULL;
-        }
-    }
-    return hk_refill(h, cls);
-}
-
 HK_NOINLINE void *hk_malloc_slow(size_t size)
 {
     if (HK_UNLIKELY(size > HK_LARGE_MAX))
@@ -49,7 +34,7 @@ HK_NOINLINE void *hk_malloc_slow(size_t size)
         *list = *(void **)block;
         return block;
     }
-    return refill(cls);
+    return hk_refill(cls);
 }
 
 /* A block of `size` bytes aligned to `align` (a power of two). */
@@ -61,10 +46,7 @@ void *hk_aligned(size_t align, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    if (HK_UNLIKELY(hk_tls.heap == NULL) && hk_heap_attach() == NULL) {
-        errno = ENOMEM;
-        return NULL; /* (attaching also sets up the class table) */
-    }
+    hk_init(); /* the class table, before any thread has a heap */
     unsigned cls = hk_aligned_class(size, align);
     if (cls == 0)
         return hk_huge_alloc(size, align, false);
@@ -74,5 +56,5 @@ void *hk_aligned(size_t align, size_t size)
         *list = *(void **)block;
         return block;
     }
-    return refill(cls);
+    return hk_refill(cls);
 }

@@ -316,7 +316,10 @@ struct hk_page *hk_page_of(const void *ptr)
     uint32_t size = pg->block_size;
     if (size == 0)
         return NULL; /* a free page */
-    uint64_t in_page = p - base;
+    uintptr_t first = (uintptr_t)hk_page_blocks(pg);
+    if (p < first)
+        return NULL; /* the header of a small page */
+    uint64_t in_page = p - first;
     uint64_t block = (in_page * pg->div_magic) >> 32;
     if (block * size != in_page || block >= pg->capacity)
         return NULL; /* not the start of a block */

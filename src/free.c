@@ -16,10 +16,9 @@ static inline void free_block(void *p, const char *call)
         uintptr_t u = (uintptr_t)p;
         /* hk_page_free_local, spelled so that gcc addresses both fields from
          * the page base and decrements `used` in memory. */
-        char *base = (char *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
-        enum { HEADER = (1 << HK_SMALL_PAGE_SHIFT) - HK_PAGE_HEADER_SIZE };
-        void **local_free = (void **)(base + (HEADER + offsetof(struct hk_page, local_free)));
-        int32_t *used = (int32_t *)(base + (HEADER + offsetof(struct hk_page, used)));
+        char *header = (char *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
+        void **local_free = (void **)(header + offsetof(struct hk_page, local_free));
+        int32_t *used = (int32_t *)(header + offsetof(struct hk_page, used));
         *(void **)p = *local_free;
         *local_free = p;
         int32_t left = *used - 1;

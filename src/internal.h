@@ -81,9 +81,9 @@ enum hk_page_state {
  * their frees to the heap's delayed list so that the owner learns of them. */
 #define HK_REMOTE_FULL ((uintptr_t)1)
 
-/* The header in the last 128 bytes of every page: two cache lines, so that
- * the owner's frees (second line) and other threads' frees (first line) do
- * not pull the same line back and forth between cores. */
+/* The page header (see hk_page_header for where it is): two cache lines,
+ * so that the owner's frees (second line) and other threads' frees (first
+ * line) do not pull the same line back and forth between cores. */
 struct hk_page {
     /* Read by any thread; written at page set-up, and by remote frees. */
     _Atomic uintptr_t remote; /* blocks freed by other threads, or FULL */
@@ -114,15 +114,28 @@ static inline unsigned hk_page_shift(unsigned kind)
          : kind == HK_MEDIUM ? HK_MEDIUM_PAGE_SHIFT : HK_LARGE_PAGE_SHIFT;
 }
 
+/* Small pages keep their header at the start, so that a page in use costs
+ * no OS page beyond those its blocks touch; their blocks begin after it, at
+ * a multiple of 128.  Medium and large pages keep it in their last bytes and
+ * blocks begin at the page base, so that a block of a size that is a
+ * multiple of A (up to the page size) is aligned to A. */
+static inline struct hk_page *hk_page_header(uintptr_t base, unsigned shift)
+{
+    if (shift == HK_SMALL_PAGE_SHIFT)
+        return (struct hk_page *)base;
+    return (struct hk_page *)(base + ((uintptr_t)1 << shift) - HK_PAGE_HEADER_SIZE);
+}
+
 static inline char *hk_page_base(const struct hk_page *pg)
 {
     uintptr_t size = (uintptr_t)1 << hk_page_shift(pg->kind);
     return (char *)(((uintptr_t)pg & ~(size - 1)));
 }
 
-static inline struct hk_page *hk_page_header(uintptr_t base, unsigned shift)
+/* Address of the page's first block. */
+static inline char *hk_page_blocks(const struct hk_page *pg)
 {
-    return (struct hk_page *)(base + ((uintptr_t)1 << shift) - HK_PAGE_HEADER_SIZE);
+    return pg->kind == HK_SMALL ? (char *)pg + HK_PAGE_HEADER_SIZE : hk_page_base(pg);
 }
 
 /* Header of the page holding p, for a p known to be a block of an arena. */
@@ -268,13 +281,18 @@ void hk_heaps_unlock_pools(void);
 /* ---- purging (purge.c) --------------------------------------------------- */
 
 void hk_purge_schedule(struct hk_heap *h, uint64_t now);
+extern _Atomic bool hk_purger_wanted; /* a free wanted the purger started */
 void hk_purge_poll(void);
+static inline bool hk_purge_wanted(void)
+{
+    return atomic_load_explicit(&hk_purger_wanted, memory_order_relaxed);
+}
 void hk_purge_start(void); /* only where starting a thread is safe */
 void hk_purge_fork_child(void);
 
 /* ---- pages (page.c) ------------------------------------------------------ */
 
-void *hk_refill(struct hk_heap *h, unsigned cls);
+void *hk_refill(unsigned cls);
 void hk_page_event(void *block); /* a local free of block brought used to zero */
 void hk_page_free_remote(struct hk_page *pg, void *p);
 void hk_page_retire(struct hk_page *pg);

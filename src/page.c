@@ -54,7 +54,7 @@ static void *page_carve(struct hk_page *pg, void *list)
     const struct hk_class *k = &hk_classes[pg->cls];
     unsigned n = pg->unbumped < k->batch ? pg->unbumped : k->batch;
     size_t size = pg->block_size;
-    char *first = hk_page_base(pg) + (size_t)(pg->capacity - pg->unbumped) * size;
+    char *first = hk_page_blocks(pg) + (size_t)(pg->capacity - pg->unbumped) * size;
     char *b = first;
     for (unsigned i = 1; i < n; i++, b += size)
         *(void **)b = b + size;
@@ -150,10 +150,17 @@ void hk_heap_sweep(struct hk_heap *h)
     h->fresh_since_sweep = 0;
 }
 
-/* The TLS list of class cls is empty: refill it from the current page, the
- * class queue or a fresh page, and return one block (NULL: out of memory). */
-void *hk_refill(struct hk_heap *h, unsigned cls)
+/* The general refill: drain the delayed list, then take blocks from the
+ * current page, the class queue or a fresh page. */
+static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
 {
+    if (HK_UNLIKELY(h == NULL)) {
+        h = hk_heap_attach();
+        if (h == NULL) {
+            errno = ENOMEM;
+            return NULL;
+        }
+    }
     hk_count(&h->refills[cls], 1);
     hk_purge_poll();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
@@ -193,6 +200,29 @@ void *hk_refill(struct hk_heap *h, unsigned cls)
         pg->state = HK_PAGE_CURRENT;
         h->current[cls] = pg;
     }
+}
+
+/* The TLS list of class cls is empty: refill it and return one block (NULL:
+ * out of memory).  The common case, a batch or more of blocks freed into the
+ * current page and nothing else to do, stays short. */
+void *hk_refill(unsigned cls)
+{
+    struct hk_heap *h = hk_tls.heap;
+    struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
+    if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_purge_wanted() &&
+                  atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
+        unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
+        if (freed >= hk_classes[cls].batch || pg->unbumped == 0) {
+            void *list = pg->local_free;
+            pg->local_free = NULL;
+            pg->used = pg->capacity - pg->unbumped;
+            hk_count(&h->refills[cls], 1);
+            hk_count(&h->supplied[cls], freed);
+            hk_tls.free[cls] = *(void **)list;
+            return list;
+        }
+    }
+    return refill_slow(h, cls);
 }
 
 /* A local free brought `used` to zero: the page is either empty, or was

@@ -16,7 +16,7 @@
 extern char __libc_single_threaded __attribute__((weak));
 
 static _Atomic bool purger_running;
-static _Atomic bool purger_wanted; /* a free wanted the purger; malloc starts it */
+_Atomic bool hk_purger_wanted; /* a free wanted the purger; malloc starts it */
 
 static void sleep_ms(uint64_t ms)
 {
@@ -61,7 +61,7 @@ static void *purger_main(void *arg)
  * of a program that has never had a second thread. */
 HK_COLD void hk_purge_start(void)
 {
-    atomic_store_explicit(&purger_wanted, false, memory_order_relaxed);
+    atomic_store_explicit(&hk_purger_wanted, false, memory_order_relaxed);
     bool stopped = false;
     if (!atomic_compare_exchange_strong(&purger_running, &stopped, true))
         return;
@@ -90,7 +90,7 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now)
         if (&__libc_single_threaded != NULL && __libc_single_threaded)
             hk_purge_start();
         else
-            atomic_store_explicit(&purger_wanted, true, memory_order_relaxed);
+            atomic_store_explicit(&hk_purger_wanted, true, memory_order_relaxed);
     } else if (h != NULL && now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)) {
         hk_heap_purge(h, hk_config.purge_delay_ms, true);
     }
@@ -99,7 +99,7 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now)
 /* From malloc's slow paths and thread exit, where starting a thread is safe. */
 void hk_purge_poll(void)
 {
-    if (HK_UNLIKELY(atomic_load_explicit(&purger_wanted, memory_order_relaxed)))
+    if (HK_UNLIKELY(atomic_load_explicit(&hk_purger_wanted, memory_order_relaxed)))
         hk_purge_start();
 }
 
@@ -108,5 +108,5 @@ void hk_purge_fork_child(void)
     /* The purger did not survive the fork; the child's next malloc slow path
      * starts one if memory waits. */
     bool was_running = atomic_exchange(&purger_running, false);
-    atomic_store(&purger_wanted, was_running);
+    atomic_store(&hk_purger_wanted, was_running);
 }

@@ -31,12 +31,12 @@ void hk_classes_init(void)
         size_t page = (size_t)1 << hk_page_shift(k->kind);
         k->capacity = (uint16_t)((page - HK_PAGE_HEADER_SIZE) / size);
         k->div_magic = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
-        /* A refill serves at least a batch: about 8 KiB of small blocks (at
-         * least 16), about 32 KiB of larger ones (at least 1), so that memory
+        /* A refill serves at least a batch: about 4 KiB of small blocks (at
+         * least 8), about 32 KiB of larger ones (at least 1), so that memory
          * is touched only as it is needed but refills stay rare. */
-        size_t batch = k->kind == HK_SMALL ? 8192 / size : 32768 / size;
-        if (k->kind == HK_SMALL && batch < 16)
-            batch = 16;
+        size_t batch = k->kind == HK_SMALL ? 4096 / size : 32768 / size;
+        if (k->kind == HK_SMALL && batch < 8)
+            batch = 8;
         if (batch < 1)
             batch = 1;
         if (batch > k->capacity)
@@ -46,15 +46,20 @@ void hk_classes_init(void)
     hk_classes[0] = hk_classes[1];
 }
 
-/* The smallest class whose blocks are multiples of align (a power of two
- * above 16): blocks start at the page base, so such blocks are aligned. */
+/* The smallest class whose blocks are all aligned to align (a power of two
+ * above 16): blocks of a multiple of align, in pages whose blocks begin at
+ * a multiple of align (small pages: after the 128-byte header). */
 unsigned hk_aligned_class(size_t size, size_t align)
 {
     if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
         return 0;
     size_t rounded = (size + align - 1) & ~(align - 1);
-    for (unsigned c = hk_size_class(rounded == 0 ? align : rounded); c < HK_NCLASSES; c++)
-        if ((hk_classes[c].block_size & (align - 1)) == 0)
+    for (unsigned c = hk_size_class(rounded == 0 ? align : rounded); c < HK_NCLASSES; c++) {
+        const struct hk_class *k = &hk_classes[c];
+        if (k->kind == HK_SMALL && align > HK_PAGE_HEADER_SIZE)
+            continue;
+        if ((k->block_size & (align - 1)) == 0)
             return c;
+    }
     return 0;
 }
