@@ -12,12 +12,15 @@
 HK_API void *hak_malloc(size_t size)
 {
     if (HK_LIKELY(size <= HK_FAST_MAX)) {
-        void **list = &hk_tls.free[(size + 15) >> 4];
+        size_t cls = (size + 15) >> 4;
+        void **list = &hk_tls.free[cls];
         void *block = *list;
         if (HK_LIKELY(block != NULL)) {
             *list = *(void **)block;
             return block;
         }
+        if (HK_LIKELY(cls != 0))
+            return hk_refill((unsigned)cls);
     }
     return hk_malloc_slow(size);
 }

@@ -64,10 +64,12 @@ static void *page_carve(struct hk_page *pg, void *list)
 }
 
 /* All the free blocks the page can give now, as a list, or NULL.  A refill
- * should serve at least a batch of mallocs: when fewer blocks were freed
- * locally (their count follows from `used`), a batch of never-used blocks is
- * carved in front of them.  So a page touches only about its class's peak
- * live count plus one batch of blocks, and refills stay rare. */
+ * should serve a fair number of mallocs: when fewer than half a batch of
+ * blocks were freed locally (their count follows from `used`), a batch of
+ * never-used blocks is carved in front of them.  So a page touches only
+ * about its class's peak live count plus a batch of blocks, and refills stay
+ * rare.  (Carving whenever fewer than a batch were freed saves another 0.5
+ * instructions per operation on random-mixed, for 20% more memory.) */
 static void *page_take(struct hk_heap *h, struct hk_page *pg)
 {
     const struct hk_class *k = &hk_classes[pg->cls];
@@ -81,7 +83,7 @@ static void *page_take(struct hk_heap *h, struct hk_page *pg)
          * want the count. */
         freed = hk_config.stats ? list_length(list) : k->batch;
     }
-    if (pg->unbumped != 0 && freed < k->batch)
+    if (pg->unbumped != 0 && freed * 2 < k->batch)
         list = page_carve(pg, list);
     carved -= pg->unbumped;
     pg->used = pg->capacity - pg->unbumped;
@@ -212,7 +214,7 @@ void *hk_refill(unsigned cls)
     if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_purge_wanted() &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
         unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
-        if (freed >= hk_classes[cls].batch || pg->unbumped == 0) {
+        if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
             void *list = pg->local_free;
             pg->local_free = NULL;
             pg->used = pg->capacity - pg->unbumped;
