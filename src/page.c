@@ -185,7 +185,7 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
         }
         /* Before taking new memory, retire what remote frees emptied; the
          * sweep's cost is bounded by a share of the pages taken since. */
-        if (h->queue[cls] == NULL && h->queued != 0 && ++h->fresh_since_sweep * 8 >= h->queued)
+        if (h->queue[cls] == NULL && h->queued >= 16 && ++h->fresh_since_sweep * 8 >= h->queued)
             hk_heap_sweep(h);
         pg = h->queue[cls];
         if (pg != NULL) {
@@ -241,6 +241,11 @@ void hk_page_event(void *block)
         hk_page_queue_push(h, pg);
         break;
     case HK_PAGE_AVAILABLE:
+        /* The class's only spare page stays: a class whose count of live
+         * blocks hovers around a page boundary would otherwise retire and
+         * take back a page again and again. */
+        if (h->queue[pg->cls] == pg && pg->next == NULL)
+            break;
         hk_page_queue_remove(h, pg);
         hk_page_retire(pg);
         break;
