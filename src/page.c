@@ -241,11 +241,6 @@ void hk_page_event(void *block)
         hk_page_queue_push(h, pg);
         break;
     case HK_PAGE_AVAILABLE:
-        /* The class's only spare page stays: a class whose count of live
-         * blocks hovers around a page boundary would otherwise retire and
-         * take back a page again and again. */
-        if (h->queue[pg->cls] == pg && pg->next == NULL)
-            break;
         hk_page_queue_remove(h, pg);
         hk_page_retire(pg);
         break;
