@@ -4,7 +4,8 @@
  * blocks to each other to be verified and freed by another thread than the
  * one that allocated them.  Every block is verified before it is resized
  * or freed: overlap, double hand-out, a lost remote free or a realloc that
- * loses data all show up as a changed pattern.
+ * loses data all show up as a changed pattern.  Each thread also calls
+ * hak_collect (malloc_trim on glibc) now and then, racing the others.
  *
  * Built against malloc & co. and, with -DTEST_HAK_NAMES, against hak_*
  * for the sanitizer runs.
@@ -204,6 +205,9 @@ static void *worker(void *arg)
 		}
 		if (op % 64 == 0)
 			drain(self, slot, &rng);
+		/* "Safe to call from any thread": collect while others allocate. */
+		if (op % 4096 == 4095)
+			t_collect();
 	}
 	/* Nobody sends after the barrier: one last drain empties the inbox. */
 	pthread_barrier_wait(&sending_done);
