@@ -4,14 +4,15 @@
 # Needs root (or sudo) only when something is missing.
 set -eu
 
-# Debian package -> a file that shows it is installed.
+# Debian package -> a path (glob allowed) that exists once it is installed.
 declare -A need=(
 	[clang]=/usr/bin/clang
-	[libclang-rt-14-dev]=/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
+	[libclang-rt-14-dev]='/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
 	[valgrind]=/usr/bin/valgrind
 	[gcc]=/usr/bin/gcc
 	[g++]=/usr/bin/g++
 	[make]=/usr/bin/make
+	[binutils]=/usr/bin/ld
 	[python3]=/usr/bin/python3
 	[libpython3.11-testsuite]=/usr/lib/python3.11/test/test_dict.py
 	[perl]=/usr/bin/perl
@@ -21,17 +22,11 @@ declare -A need=(
 	[tar]=/bin/tar
 	[gzip]=/bin/gzip
 	[xz-utils]=/usr/bin/xz
-	[binutils]=/usr/bin/ld
 )
-
-# The clang runtime's path carries its version; any 14.x will do.
-if compgen -G '/usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a' >/dev/null; then
-	need[libclang-rt-14-dev]=/bin/sh
-fi
 
 missing=()
 for pkg in "${!need[@]}"; do
-	[[ -e ${need[$pkg]} ]] || missing+=("$pkg")
+	compgen -G "${need[$pkg]}" >/dev/null || missing+=("$pkg")
 done
 ((${#missing[@]} == 0)) && exit 0
 
