@@ -132,7 +132,8 @@ else
 	# each profile, and purging at once (purge paths race with allocation).
 	for cfg in HAKMEM_PROFILE=lean HAKMEM_PROFILE=speed \
 		"HAKMEM_PURGE_DELAY_MS=0 HAKMEM_HUGE_CACHE=0"; do
-		for p in api/calloc api/realloc api/trim threads/stress threads/churn \
+		for p in api/calloc api/realloc api/trim api/free_errno api/huge_blocks \
+			threads/stress threads/churn \
 			threads/thread_exit threads/fork; do
 			run "config/$p [$cfg]" env $cfg LD_PRELOAD="$LIB" "$B/plain/$p"
 		done

@@ -59,9 +59,11 @@ static void test_allocating_functions(void)
 		EXPECT_ENOMEM(memalign(64, n), what);
 		EXPECT_ENOMEM(valloc(n), what);
 		EXPECT_ENOMEM(pvalloc(n), what);
-		void *p = NULL;
+		/* POSIX.1-2008 TC2: memptr is not modified on failure. */
+		void *sentinel = &sentinel, *p = sentinel;
 		int rc = posix_memalign(&p, 64, n);
 		CHECKF(rc == ENOMEM, "posix_memalign(64, %#zx) = %d, want ENOMEM", n, rc);
+		CHECKF(rc == 0 || p == sentinel, "failed posix_memalign changed *memptr");
 		if (rc == 0)
 			free(p);
 	}
@@ -97,9 +99,10 @@ static void test_huge_alignments(void)
 		snprintf(what, sizeof what, "alignment %#zx", a);
 		EXPECT_ENOMEM(aligned_alloc(a, 16), what);
 		EXPECT_ENOMEM(memalign(a, 16), what);
-		void *p = NULL;
+		void *sentinel = &sentinel, *p = sentinel;
 		int rc = posix_memalign(&p, a, 16);
 		CHECKF(rc == ENOMEM, "posix_memalign(%#zx, 16) = %d, want ENOMEM", a, rc);
+		CHECKF(rc == 0 || p == sentinel, "failed posix_memalign changed *memptr");
 		if (rc == 0)
 			free(p);
 	}

@@ -74,10 +74,12 @@ static void test_invalid(void)
 					    96, 4097, ((size_t)1 << 20) + 8,
 					    SIZE_MAX / 2, SIZE_MAX };
 	for (size_t i = 0; i < sizeof bad_posix / sizeof *bad_posix; i++) {
-		void *p = NULL;
+		/* POSIX.1-2008 TC2: memptr is not modified on failure. */
+		void *sentinel = &sentinel, *p = sentinel;
 		int rc = posix_memalign(&p, bad_posix[i], 64);
 		CHECKF(rc == EINVAL, "posix_memalign(alignment %zu) = %d, want EINVAL",
 		       bad_posix[i], rc);
+		CHECKF(rc == 0 || p == sentinel, "failed posix_memalign changed *memptr");
 		if (rc == 0)
 			free(p);
 	}
