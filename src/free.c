@@ -64,7 +64,7 @@ static HK_NOINLINE void free_other(void *p, const char *call)
         if (pg->heap == hk_tls.heap)
             hk_page_free_local(pg, p);
         else
-            hk_page_free_remote(pg, p);
+            hk_remote_free(pg->heap, p);
         return;
     }
     if (!hk_huge_free(p))

@@ -107,8 +107,18 @@ static void release_current_pages(struct hk_heap *h)
     }
 }
 
+/* The value of heap_key for a thread that has no heap but must flush its
+ * buffered remote frees at exit. */
+static char no_heap;
+
+void hk_heap_watch_exit(void)
+{
+    pthread_setspecific(heap_key, &no_heap);
+}
+
 static void heap_thread_exit(void *arg)
 {
+    hk_remote_flush();
     struct hk_heap *h = arg;
     if (h != hk_tls.heap)
         return;
@@ -116,7 +126,6 @@ static void heap_thread_exit(void *arg)
     hk_heap_flush_tls(h);
     tls_bind(NULL);
     release_current_pages(h);
-    hk_heap_sweep(h);
     /* With no purger thread, nobody would purge this heap before it is
      * adopted again: purge it now. */
     if (!hk_config.purge_thread)
@@ -145,12 +154,12 @@ void hk_heap_drain_delayed(struct hk_heap *h)
  * list while they are collected, so that no thread adopts one meanwhile. */
 void hk_heaps_collect_all(void)
 {
+    hk_remote_flush();
     struct hk_heap *mine = hk_tls.heap;
     if (mine != NULL) {
         hk_heap_drain_delayed(mine);
         hk_heap_flush_tls(mine);
         release_current_pages(mine);
-        hk_heap_sweep(mine);
         hk_heap_purge(mine, 0, true);
     }
     pthread_mutex_lock(&heaps_lock);
@@ -160,7 +169,6 @@ void hk_heaps_collect_all(void)
     struct hk_heap *last = NULL;
     for (struct hk_heap *h = list; h != NULL; h = h->next_abandoned) {
         hk_heap_drain_delayed(h);
-        hk_heap_sweep(h);
         hk_heap_purge(h, 0, true);
         last = h;
     }
@@ -197,8 +205,8 @@ bool hk_heaps_purge_all(uint64_t delay)
 /* fork: the child keeps only the forking thread.  Every lock is taken before
  * the fork so that none is held in the child.  Heaps of the other threads
  * may have been in the middle of an update; they are not on the abandoned
- * list, so the child never adopts them (frees into their pages are queued as
- * remote frees and stay there). */
+ * list, so the child never adopts them (frees into their pages go to their
+ * delayed lists and stay there). */
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&heaps_lock);

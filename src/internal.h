@@ -77,23 +77,18 @@ enum hk_page_state {
     HK_PAGE_FULL,      /* every block handed out; `used` is a sentinel 1 */
 };
 
-/* Set in page->remote while the page is full: other threads then send
- * their frees to the heap's delayed list so that the owner learns of them. */
-#define HK_REMOTE_FULL ((uintptr_t)1)
-
 /* The page header (see hk_page_header for where it is): two cache lines,
- * so that the owner's frees (second line) and other threads' frees (first
- * line) do not pull the same line back and forth between cores. */
+ * so that other threads, which read the first to validate their frees, do
+ * not pull back and forth the line the owner's frees write. */
 struct hk_page {
-    /* Read by any thread; written at page set-up, and by remote frees. */
-    _Atomic uintptr_t remote; /* blocks freed by other threads, or FULL */
+    /* Read by any thread (hk_page_of); written only at page set-up. */
     struct hk_heap *heap;     /* owner; fixed for the page's life */
     uint32_t block_size;      /* 0 while the page is free */
     uint32_t div_magic;       /* the class's ceil(2^32 / block_size) */
     uint16_t capacity;        /* blocks in the page */
     uint8_t cls;
     uint8_t kind;
-    uint8_t shared_pad[36];
+    uint8_t shared_pad[44];
     /* The owner's. */
     void *local_free; /* blocks freed by the owning thread */
     int32_t used;     /* blocks not in local_free and not yet carved */
@@ -221,7 +216,7 @@ struct hk_page *hk_page_of(const void *p);
 struct hk_heap {
     struct hk_page *current[HK_NCLASSES]; /* page whose free list is in TLS */
     struct hk_page *queue[HK_NCLASSES];   /* pages with free blocks */
-    _Atomic(void *) delayed;  /* blocks other threads freed into full pages */
+    _Atomic(void *) delayed;  /* blocks other threads freed (remote.c) */
     struct hk_arena *arenas;  /* first arena holds this heap */
     struct hk_heap *next;     /* registry of all heaps */
     struct hk_heap *next_abandoned;
@@ -229,8 +224,6 @@ struct hk_heap {
     uint64_t supplied[HK_NCLASSES]; /* blocks moved into the TLS list */
     uint64_t returned[HK_NCLASSES]; /* blocks the TLS list gave back unused */
     uint64_t refills[HK_NCLASSES];
-    uint32_t queued;            /* pages in all the queues */
-    uint32_t fresh_since_sweep; /* refills that wanted a new page since */
     bool abandoned;
     pthread_mutex_t pool_lock; /* guards the arenas' free pages and purge_at */
     _Atomic uint64_t purge_at; /* next purge due (0: nothing to purge) */
@@ -245,6 +238,11 @@ struct hk_tls {
                                 so that malloc indexes it with no offset */
     uintptr_t small_key;
     struct hk_heap *heap;
+    /* Blocks of another heap this thread freed, not yet sent (remote.c). */
+    struct hk_heap *remote_heap;
+    void *remote_head;
+    void *remote_tail;
+    uint32_t remote_count;
 };
 extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
 
@@ -272,7 +270,7 @@ void hk_heap_flush_tls(struct hk_heap *h); /* TLS lists back to their pages */
 void hk_heap_drain_delayed(struct hk_heap *h);
 void hk_heaps_collect_all(void);
 void hk_heap_init_once(void);
-void hk_heap_sweep(struct hk_heap *h);
+void hk_heap_watch_exit(void); /* run the thread-exit hook for this thread */
 bool hk_heaps_purge_all(uint64_t delay); /* true while free pages wait */
 struct hk_heap *hk_heaps_first(void); /* the list of every heap, via ->next */
 void hk_heaps_lock_pools(void);
@@ -294,7 +292,11 @@ void hk_purge_fork_child(void);
 
 void *hk_refill(unsigned cls);
 void hk_page_event(void *block); /* a local free of block brought used to zero */
-void hk_page_free_remote(struct hk_page *pg, void *p);
+
+/* ---- frees of other heaps' blocks (remote.c) ----------------------------- */
+
+void hk_remote_free(struct hk_heap *owner, void *p);
+void hk_remote_flush(void); /* send this thread's buffered remote frees */
 void hk_page_retire(struct hk_page *pg);
 void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg);
 void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg);

@@ -4,8 +4,10 @@
  * A page's blocks are, at any moment, in exactly one of these places:
  *   - with the user;
  *   - in the owning thread's TLS list (only for the class's current page);
- *   - in local_free (freed by the owner) or remote (freed by other threads);
- *   - in the heap's delayed list (freed by another thread while the page was full);
+ *   - in local_free (freed by the owner);
+ *   - on their way back from another thread: in that thread's buffer or in
+ *     the heap's delayed list (remote.c), which the owner drains on its next
+ *     refill, freeing each block as its own;
  *   - never carved yet (`unbumped`, at the end of the page).
  * `used` counts every block not in local_free and not unbumped, so it reaches
  * zero exactly when a local free makes the page empty.  Taking free blocks
@@ -13,10 +15,8 @@
  * capacity - unbumped: no list is ever walked to count it.
  *
  * A page whose blocks are all out is FULL: it leaves the class queue, and
- * `used` becomes a sentinel 1 so that the first local free into it reaches
- * zero and brings it back (hk_page_event); other threads, seeing the FULL
- * mark in `remote`, send their frees to the heap's delayed list, which the
- * owner drains on its next refill.  So free's fast path needs one counter
+ * `used` becomes a sentinel 1 so that the first free into it reaches zero and
+ * brings it back (hk_page_event).  So free's fast path needs one counter
  * decrement and one branch for every page transition.
  */
 #include <errno.h>
@@ -30,7 +30,6 @@ static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->local_free = NULL;
     pg->used = 0;
     pg->block_size = k->block_size;
-    atomic_store_explicit(&pg->remote, 0, memory_order_relaxed);
     pg->heap = h;
     pg->next = pg->prev = NULL;
     pg->capacity = k->capacity;
@@ -38,14 +37,6 @@ static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->cls = (uint8_t)cls;
     pg->kind = k->kind;
     pg->div_magic = k->div_magic;
-}
-
-static unsigned list_length(void *list)
-{
-    unsigned n = 0;
-    for (; list != NULL; list = *(void **)list)
-        n++;
-    return n;
 }
 
 /* Link the next batch of never-used blocks in front of `list`. */
@@ -77,12 +68,6 @@ static void *page_take(struct hk_heap *h, struct hk_page *pg)
     unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
     unsigned carved = pg->unbumped;
     pg->local_free = NULL;
-    if (list == NULL && atomic_load_explicit(&pg->remote, memory_order_relaxed) != 0) {
-        list = (void *)atomic_exchange_explicit(&pg->remote, 0, memory_order_acquire);
-        /* Uncounted (reuse them before carving more), unless statistics
-         * want the count. */
-        freed = hk_config.stats ? list_length(list) : k->batch;
-    }
     if (pg->unbumped != 0 && freed * 2 < k->batch)
         list = page_carve(pg, list);
     carved -= pg->unbumped;
@@ -100,7 +85,6 @@ void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg)
     if (head != NULL)
         head->prev = pg;
     h->queue[pg->cls] = pg;
-    h->queued++;
 }
 
 void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg)
@@ -112,44 +96,6 @@ void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg)
     if (pg->next != NULL)
         pg->next->prev = pg->prev;
     pg->next = pg->prev = NULL;
-    h->queued--;
-}
-
-/* Move the blocks other threads freed into local_free, counting them. */
-static void page_collect_remote(struct hk_page *pg)
-{
-    if (atomic_load_explicit(&pg->remote, memory_order_relaxed) == 0)
-        return;
-    void *list = (void *)atomic_exchange_explicit(&pg->remote, 0, memory_order_acquire);
-    void *tail = list;
-    int32_t n = 1;
-    while (*(void **)tail != NULL) {
-        tail = *(void **)tail;
-        n++;
-    }
-    *(void **)tail = pg->local_free;
-    pg->local_free = list;
-    pg->used -= n;
-}
-
-/* Blocks freed by other threads stay in their pages' remote lists until the
- * owner looks; a page all of whose blocks came back that way is empty but
- * does not know it.  Sweeping the queues finds such pages and retires them,
- * so that their memory serves any class again. */
-void hk_heap_sweep(struct hk_heap *h)
-{
-    for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
-        struct hk_page *next;
-        for (struct hk_page *pg = h->queue[cls]; pg != NULL; pg = next) {
-            next = pg->next;
-            page_collect_remote(pg);
-            if (pg->used == 0) {
-                hk_page_queue_remove(h, pg);
-                hk_arena_page_free(pg);
-            }
-        }
-    }
-    h->fresh_since_sweep = 0;
 }
 
 /* The general refill: drain the delayed list, then take blocks from the
@@ -165,6 +111,7 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
     }
     hk_count(&h->refills[cls], 1);
     hk_purge_poll();
+    hk_remote_flush();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
     struct hk_page *pg = h->current[cls];
@@ -175,18 +122,9 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
                 hk_tls.free[cls] = *(void **)list;
                 return list;
             }
-            uintptr_t none = 0;
-            if (!atomic_compare_exchange_strong_explicit(&pg->remote, &none, HK_REMOTE_FULL,
-                                                         memory_order_acq_rel,
-                                                         memory_order_relaxed))
-                continue; /* another thread just freed into it */
             pg->state = HK_PAGE_FULL;
             pg->used = 1;
         }
-        /* Before taking new memory, retire what remote frees emptied; the
-         * sweep's cost is bounded by a share of the pages taken since. */
-        if (h->queue[cls] == NULL && h->queued >= 16 && ++h->fresh_since_sweep * 8 >= h->queued)
-            hk_heap_sweep(h);
         pg = h->queue[cls];
         if (pg != NULL) {
             hk_page_queue_remove(h, pg);
@@ -236,7 +174,6 @@ void hk_page_event(void *block)
     switch (pg->state) {
     case HK_PAGE_FULL:
         pg->used = pg->capacity - 1;
-        atomic_store_explicit(&pg->remote, 0, memory_order_release);
         pg->state = HK_PAGE_AVAILABLE;
         hk_page_queue_push(h, pg);
         break;
@@ -247,26 +184,6 @@ void hk_page_event(void *block)
     default:
         break; /* the current page stays, even empty: it will be used again */
     }
-}
-
-/* Free from a thread that does not own the page. */
-void hk_page_free_remote(struct hk_page *pg, void *p)
-{
-    uintptr_t old = atomic_load_explicit(&pg->remote, memory_order_relaxed);
-    do {
-        if (old == HK_REMOTE_FULL) {
-            struct hk_heap *h = pg->heap;
-            void *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
-            do
-                *(void **)p = head;
-            while (!atomic_compare_exchange_weak_explicit(&h->delayed, &head, p,
-                                                          memory_order_release,
-                                                          memory_order_relaxed));
-            return;
-        }
-        *(uintptr_t *)p = old;
-    } while (!atomic_compare_exchange_weak_explicit(&pg->remote, &old, (uintptr_t)p,
-                                                    memory_order_release, memory_order_relaxed));
 }
 
 void hk_page_retire(struct hk_page *pg)

@@ -2,20 +2,29 @@
  * Giving memory back.  A page that holds no block keeps its memory for the
  * purge delay (the program may want a page again soon), then the memory goes
  * back to the OS.  Who purges depends on the profile: a background thread,
- * started when there is something to purge and gone when there is nothing
- * left, so that an idle program shrinks too; or, without it, the owning
- * thread itself, the next time it retires a page.
+ * so that an idle program shrinks too; or, without it, the owning thread
+ * itself, the next time it retires a page.
+ *
+ * The purger is started when something first waits to be purged.  When
+ * nothing is left it sleeps on a futex, and the next retirement wakes it
+ * (one system call per idle-to-busy turn): it cannot simply exit, because a
+ * free must not start a thread (see hk_purge_start), and a program that
+ * frees and then idles would keep its memory.
  */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
 /* glibc's flag (<sys/single_threaded.h>), weak for C libraries without it. */
 extern char __libc_single_threaded __attribute__((weak));
 
-static _Atomic bool purger_running;
+enum { PURGER_NONE, PURGER_BUSY, PURGER_IDLE };
+static _Atomic int purger_state;
 _Atomic bool hk_purger_wanted; /* a free wanted the purger; malloc starts it */
 
 static void sleep_ms(uint64_t ms)
@@ -43,14 +52,15 @@ static void *purger_main(void *arg)
         sleep_ms(interval);
         if (purge_pass())
             continue;
-        /* Nothing waits: stop, unless a page was retired meanwhile and its
-         * retirer saw this thread still running. */
-        atomic_store(&purger_running, false);
-        if (!purge_pass())
-            break;
-        bool stopped = false;
-        if (!atomic_compare_exchange_strong(&purger_running, &stopped, true))
-            break; /* a new purger has started */
+        /* Nothing waits: go idle, unless a page was retired meanwhile (its
+         * retirer saw this thread busy and counts on it). */
+        atomic_store(&purger_state, PURGER_IDLE);
+        if (purge_pass()) {
+            atomic_store(&purger_state, PURGER_BUSY);
+            continue;
+        }
+        while (atomic_load(&purger_state) == PURGER_IDLE)
+            syscall(SYS_futex, &purger_state, FUTEX_WAIT_PRIVATE, PURGER_IDLE, NULL, NULL, 0);
     }
     return NULL;
 }
@@ -62,8 +72,8 @@ static void *purger_main(void *arg)
 HK_COLD void hk_purge_start(void)
 {
     atomic_store_explicit(&hk_purger_wanted, false, memory_order_relaxed);
-    bool stopped = false;
-    if (!atomic_compare_exchange_strong(&purger_running, &stopped, true))
+    int none = PURGER_NONE;
+    if (!atomic_compare_exchange_strong(&purger_state, &none, PURGER_BUSY))
         return;
     /* The purger takes no signal meant for the program's own threads. */
     sigset_t all, old;
@@ -75,7 +85,7 @@ HK_COLD void hk_purge_start(void)
     pthread_attr_setstacksize(&attr, 64 * 1024);
     pthread_t thread;
     if (pthread_create(&thread, &attr, purger_main, NULL) != 0)
-        atomic_store(&purger_running, false);
+        atomic_store(&purger_state, PURGER_NONE);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -85,12 +95,17 @@ HK_COLD void hk_purge_start(void)
 void hk_purge_schedule(struct hk_heap *h, uint64_t now)
 {
     if (hk_config.purge_thread) {
-        if (atomic_load_explicit(&purger_running, memory_order_relaxed))
+        int state = atomic_load_explicit(&purger_state, memory_order_relaxed);
+        if (state == PURGER_BUSY)
             return;
-        if (&__libc_single_threaded != NULL && __libc_single_threaded)
+        if (state == PURGER_IDLE) {
+            if (atomic_compare_exchange_strong(&purger_state, &state, PURGER_BUSY))
+                syscall(SYS_futex, &purger_state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        } else if (&__libc_single_threaded != NULL && __libc_single_threaded) {
             hk_purge_start();
-        else
+        } else {
             atomic_store_explicit(&hk_purger_wanted, true, memory_order_relaxed);
+        }
     } else if (h != NULL && now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)) {
         hk_heap_purge(h, hk_config.purge_delay_ms, true);
     }
@@ -106,7 +121,7 @@ void hk_purge_poll(void)
 void hk_purge_fork_child(void)
 {
     /* The purger did not survive the fork; the child's next malloc slow path
-     * starts one if memory waits. */
-    bool was_running = atomic_exchange(&purger_running, false);
-    atomic_store(&hk_purger_wanted, was_running);
+     * starts one if it was there. */
+    int was = atomic_exchange(&purger_state, PURGER_NONE);
+    atomic_store(&hk_purger_wanted, was != PURGER_NONE);
 }

@@ -32,10 +32,8 @@ static uint64_t list_length(void *list)
 static uint64_t page_free_blocks(const struct hk_page *pg)
 {
     if (pg->state == HK_PAGE_FULL)
-        return 0; /* `used` is a sentinel; all blocks are out or in `delayed` */
-    uintptr_t remote = atomic_load_explicit(&pg->remote, memory_order_acquire);
-    uint64_t in_remote = remote > HK_REMOTE_FULL ? list_length((void *)remote) : 0;
-    return (uint64_t)(pg->capacity - pg->used) + in_remote;
+        return 0; /* `used` is a sentinel; all blocks are out */
+    return (uint64_t)(pg->capacity - pg->used);
 }
 
 static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out)
