@@ -29,8 +29,10 @@ for arg in "$@"; do
 	esac
 done
 
-rm -rf "$LOGS"
-mkdir -p "$LOGS"
+if ((!list)); then
+	rm -rf "$LOGS"
+	mkdir -p "$LOGS"
+fi
 passed=0 failed=0 skipped=0 checks=0 programs=0 fuzz_execs=0
 failed_names=()
 suite_start=$SECONDS
@@ -115,7 +117,7 @@ if ((glibc)); then
 		run "$p [glibc]" env TEST_ALLOCATOR=glibc "$B/plain/$p"
 	done
 else
-	((list)) || require clang valgrind python3 perl git gcc sqlite3 sort tar
+	((list)) || require clang valgrind python3 perl git gcc g++ sqlite3 sort tar gzip xz
 	[[ -f $LIB ]] || { echo "FAIL  setup: $LIB is missing (make lib)"; exit 1; }
 	export TEST_ALLOCATOR=hakmem
 
