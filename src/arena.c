@@ -130,6 +130,34 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
     return true;
 }
 
+/* The purge delay adapts to the heap: memory purged and taken again within
+ * a second means the heap's demand breathes slower than the delay, and each
+ * turn costs two system calls and the page faults, so the delay doubles (up
+ * to 16 times the configured one); ten seconds without that and it halves
+ * back.  Called with the pool lock held. */
+#define REFAULT_WINDOW_MS 1000
+#define CALM_MS 10000
+#define MAX_DELAY_FACTOR 16
+
+static void note_refault(struct hk_heap *h)
+{
+    uint64_t now = hk_clock_ms();
+    if (now - h->last_purge < REFAULT_WINDOW_MS &&
+        h->purge_delay < hk_config.purge_delay_ms * MAX_DELAY_FACTOR)
+        h->purge_delay = h->purge_delay ? h->purge_delay * 2 : 1;
+    h->last_refault = now;
+}
+
+static void calm_down(struct hk_heap *h, uint64_t now)
+{
+    if (now - h->last_refault > CALM_MS && h->purge_delay > hk_config.purge_delay_ms) {
+        h->purge_delay /= 2;
+        if (h->purge_delay < hk_config.purge_delay_ms)
+            h->purge_delay = hk_config.purge_delay_ms;
+        h->last_refault = now;
+    }
+}
+
 static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
 {
     struct hk_region *r = &a->region[kind];
@@ -149,6 +177,7 @@ static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
             unsigned bit = (unsigned)__builtin_ctzll(r->cleanmap[w]);
             r->cleanmap[w] &= r->cleanmap[w] - 1;
             r->clean_hint = w;
+            note_refault(a->heap);
             return hk_page_header(page_addr(a, kind, w * 64 + bit), shift);
         }
     }
@@ -204,8 +233,7 @@ void hk_arena_page_free(struct hk_page *pg)
     r->dirty = pg;
     r->ndirty++;
     if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
-        atomic_store_explicit(&h->purge_at, pg->freed_at + hk_config.purge_delay_ms,
-                              memory_order_relaxed);
+        atomic_store_explicit(&h->purge_at, pg->freed_at + h->purge_delay, memory_order_relaxed);
     pthread_mutex_unlock(&h->pool_lock);
 }
 
@@ -268,16 +296,18 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
     }
 }
 
-/* Purge heap h's free pages retired at least `delay` ms ago and set when the
- * next purge is due; returns the bytes purged.  `wait` false: give up at
- * once if the owner holds the pool lock. */
-size_t hk_heap_purge(struct hk_heap *h, uint64_t delay, bool wait)
+/* Purge heap h's free pages retired at least its purge delay ago (all of
+ * them when `all`) and set when the next purge is due; returns the bytes
+ * purged.  `wait` false: give up at once if the owner holds the pool lock. */
+size_t hk_heap_purge(struct hk_heap *h, bool all, bool wait)
 {
     if (wait)
         pthread_mutex_lock(&h->pool_lock);
     else if (pthread_mutex_trylock(&h->pool_lock) != 0)
         return 0;
     uint64_t now = hk_clock_ms();
+    calm_down(h, now);
+    uint64_t delay = all ? 0 : h->purge_delay;
     uint64_t cutoff = now >= delay ? now - delay : 0;
     uint64_t next = 0;
     size_t purged = 0;
@@ -285,11 +315,13 @@ size_t hk_heap_purge(struct hk_heap *h, uint64_t delay, bool wait)
         for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
             purged += region_purge(h, a, kind, cutoff);
             struct hk_page *oldest = a->region[kind].dirty_tail;
-            uint64_t due = oldest != NULL ? oldest->freed_at + hk_config.purge_delay_ms : 0;
+            uint64_t due = oldest != NULL ? oldest->freed_at + h->purge_delay : 0;
             if (due != 0 && (next == 0 || due < next))
                 next = due;
         }
     }
+    if (purged != 0)
+        h->last_purge = now;
     atomic_store_explicit(&h->purge_at, next, memory_order_relaxed);
     pthread_mutex_unlock(&h->pool_lock);
     hk_stat_add(&hk_os_stats.purged_bytes, purged);

@@ -37,6 +37,7 @@ static struct hk_heap *heap_create(void)
     a->heap = h;
     h->arenas = a;
     pthread_mutex_init(&h->pool_lock, NULL);
+    h->purge_delay = hk_config.purge_delay_ms;
     hk_stat_add(&hk_os_stats.heaps, 1);
     pthread_mutex_lock(&heaps_lock);
     h->next = all_heaps;
@@ -129,7 +130,7 @@ static void heap_thread_exit(void *arg)
     /* With no purger thread, nobody would purge this heap before it is
      * adopted again: purge it now. */
     if (!hk_config.purge_thread)
-        hk_heap_purge(h, 0, true);
+        hk_heap_purge(h, true, true);
     pthread_mutex_lock(&heaps_lock);
     h->abandoned = true;
     h->next_abandoned = abandoned_heaps;
@@ -160,7 +161,7 @@ void hk_heaps_collect_all(void)
         hk_heap_drain_delayed(mine);
         hk_heap_flush_tls(mine);
         release_current_pages(mine);
-        hk_heap_purge(mine, 0, true);
+        hk_heap_purge(mine, true, true);
     }
     pthread_mutex_lock(&heaps_lock);
     struct hk_heap *list = abandoned_heaps;
@@ -169,7 +170,7 @@ void hk_heaps_collect_all(void)
     struct hk_heap *last = NULL;
     for (struct hk_heap *h = list; h != NULL; h = h->next_abandoned) {
         hk_heap_drain_delayed(h);
-        hk_heap_purge(h, 0, true);
+        hk_heap_purge(h, true, true);
         last = h;
     }
     if (last != NULL) {
@@ -190,13 +191,13 @@ struct hk_heap *hk_heaps_first(void)
     return first;
 }
 
-bool hk_heaps_purge_all(uint64_t delay)
+bool hk_heaps_purge_all(void)
 {
     bool pending = false;
     for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next) {
         if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
             continue;
-        hk_heap_purge(h, delay, false);
+        hk_heap_purge(h, false, false);
         pending |= atomic_load_explicit(&h->purge_at, memory_order_relaxed) != 0;
     }
     return pending;

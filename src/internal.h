@@ -196,7 +196,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 #define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
 struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned kind);
 void hk_arena_page_free(struct hk_page *pg);
-size_t hk_heap_purge(struct hk_heap *h, uint64_t delay, bool wait);
+size_t hk_heap_purge(struct hk_heap *h, bool all, bool wait);
 
 static inline struct hk_arena *hk_arena_of(uintptr_t p)
 {
@@ -225,8 +225,11 @@ struct hk_heap {
     uint64_t returned[HK_NCLASSES]; /* blocks the TLS list gave back unused */
     uint64_t refills[HK_NCLASSES];
     bool abandoned;
-    pthread_mutex_t pool_lock; /* guards the arenas' free pages and purge_at */
+    pthread_mutex_t pool_lock; /* guards the arenas' free pages and the purge state */
     _Atomic uint64_t purge_at; /* next purge due (0: nothing to purge) */
+    uint64_t purge_delay;      /* the heap's current purge delay (arena.c) */
+    uint64_t last_purge;       /* when a purge last gave memory back */
+    uint64_t last_refault;     /* when purged memory was last taken again */
 };
 
 /* Per-thread state, reached through initial-exec TLS.  `small_key` is
@@ -271,7 +274,7 @@ void hk_heap_drain_delayed(struct hk_heap *h);
 void hk_heaps_collect_all(void);
 void hk_heap_init_once(void);
 void hk_heap_watch_exit(void); /* run the thread-exit hook for this thread */
-bool hk_heaps_purge_all(uint64_t delay); /* true while free pages wait */
+bool hk_heaps_purge_all(void); /* true while free pages wait */
 struct hk_heap *hk_heaps_first(void); /* the list of every heap, via ->next */
 void hk_heaps_lock_pools(void);
 void hk_heaps_unlock_pools(void);

@@ -37,7 +37,7 @@ static void sleep_ms(uint64_t ms)
 /* One pass over every heap and the huge cache; true while memory waits. */
 static bool purge_pass(void)
 {
-    bool pending = hk_heaps_purge_all(hk_config.purge_delay_ms);
+    bool pending = hk_heaps_purge_all();
     hk_huge_cache_purge(false);
     return pending || hk_huge_cache_pending();
 }
@@ -107,7 +107,7 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now)
             atomic_store_explicit(&hk_purger_wanted, true, memory_order_relaxed);
         }
     } else if (h != NULL && now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)) {
-        hk_heap_purge(h, hk_config.purge_delay_ms, true);
+        hk_heap_purge(h, false, true);
     }
 }
 
