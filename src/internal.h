@@ -196,7 +196,12 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 #define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
 struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned kind);
 void hk_arena_page_free(struct hk_page *pg);
-size_t hk_heap_purge(struct hk_heap *h, bool all, bool wait);
+enum hk_purge_mode {
+    HK_PURGE_DUE,       /* what waited the heap's purge delay */
+    HK_PURGE_ABANDONED, /* that, and what an abandoned heap does not keep */
+    HK_PURGE_ALL,
+};
+size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait);
 
 static inline struct hk_arena *hk_arena_of(uintptr_t p)
 {

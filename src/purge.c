@@ -107,7 +107,7 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now)
             atomic_store_explicit(&hk_purger_wanted, true, memory_order_relaxed);
         }
     } else if (h != NULL && now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)) {
-        hk_heap_purge(h, false, true);
+        hk_heap_purge(h, HK_PURGE_DUE, true);
     }
 }
 
