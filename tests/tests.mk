@@ -41,6 +41,7 @@ test:
 	@scripts/install-test-deps.sh
 	@$(MAKE) --no-print-directory lib
 	@$(MAKE) --no-print-directory tests-build
+	@$(MAKE) --no-print-directory test-install
 	@tests/run.sh $(TESTS)
 
 tests-deps:
