@@ -43,26 +43,27 @@ void hk_invalid_pointer(const char *call, const void *p)
     abort();
 }
 
-void hk_fatal(const char *msg)
+/* One line on stderr: "hakmem: <what><detail>". */
+static void say(const char *what, const char *detail)
 {
     char buf[256];
     size_t len = 0;
-    put(buf, &len, "hakmem: fatal: ");
-    put(buf, &len, msg);
+    put(buf, &len, "hakmem: ");
+    put(buf, &len, what);
+    put(buf, &len, detail);
     put(buf, &len, "\n");
     (void)!write(STDERR_FILENO, buf, len);
+}
+
+void hk_fatal(const char *msg)
+{
+    say("fatal: ", msg);
     abort();
 }
 
 /* A bad option value: reported with HAKMEM_VERBOSE, otherwise silent. */
 void hk_warn(const char *msg)
 {
-    if (!hk_config.verbose)
-        return;
-    char buf[256];
-    size_t len = 0;
-    put(buf, &len, "hakmem: warning: ignoring bad value of ");
-    put(buf, &len, msg);
-    put(buf, &len, "\n");
-    (void)!write(STDERR_FILENO, buf, len);
+    if (hk_config.verbose)
+        say("warning: ignoring bad value of ", msg);
 }
