@@ -27,10 +27,31 @@ def count(allocator, workload, timeout=300.0):
         if not run.ok:
             return {"error": run.error, "command": cmd}
         ir = _total_ir(out)
+        lib_ir = _self_ir_of(out, os.path.basename(allocator.lib)) if allocator.lib else None
     if ir is None:
         return {"error": "no totals in callgrind output", "command": cmd}
     ops = run.result["ops"]
-    return {"ir": ir, "ops": ops, "ipo": ir / ops if ops else None, "command": cmd}
+    result = {"ir": ir, "ops": ops, "ipo": ir / ops if ops else None, "command": cmd}
+    if lib_ir is not None:
+        result["lib_ir"] = lib_ir  # instructions executed inside the preloaded library
+    return result
+
+
+def _self_ir_of(path, lib_name):
+    """Instructions executed in the functions of the object named lib_name
+    (their self cost), from callgrind_annotate; None if it cannot tell."""
+    import subprocess
+    try:
+        text = subprocess.run(["callgrind_annotate", "--threshold=100", path],
+                              capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    total = 0
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+\S.*\[(.*)\]\s*$", line)
+        if m and os.path.basename(m.group(2)) == lib_name:
+            total += int(m.group(1).replace(",", ""))
+    return total
 
 
 def _total_ir(path):
