@@ -339,16 +339,11 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
     return purged;
 }
 
-struct hk_page *hk_page_of(const void *ptr)
+/* The page of a block, or NULL: `shift` and the region are those of the
+ * arena offset `off` of p. */
+static inline struct hk_page *page_of(const struct hk_arena *a, uintptr_t p, uintptr_t off,
+                                      unsigned kind, unsigned shift)
 {
-    static const uint8_t kind_of_gib[4] = {HK_SMALL, HK_SMALL, HK_MEDIUM, HK_LARGE};
-    uintptr_t p = (uintptr_t)ptr;
-    struct hk_arena *a = hk_arena_of(p);
-    if (a == NULL || (p & 15) != 0)
-        return NULL;
-    uintptr_t off = p & (HK_ARENA_SIZE - 1);
-    unsigned kind = kind_of_gib[off >> 30];
-    unsigned shift = hk_page_shift(kind);
     const struct hk_region *r = &a->region[kind];
     uint32_t index = (uint32_t)((off - region_offset[kind]) >> shift);
     uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
@@ -367,4 +362,19 @@ struct hk_page *hk_page_of(const void *ptr)
     if (block * size != in_page || block >= pg->capacity)
         return NULL; /* not the start of a block */
     return pg;
+}
+
+struct hk_page *hk_page_of(const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    struct hk_arena *a = hk_arena_of(p);
+    if (a == NULL || (p & 15) != 0)
+        return NULL;
+    uintptr_t off = p & (HK_ARENA_SIZE - 1);
+    /* Written out per region, so that each case works with constants. */
+    if (HK_LIKELY(off < region_offset[HK_MEDIUM]))
+        return page_of(a, p, off, HK_SMALL, HK_SMALL_PAGE_SHIFT);
+    if (off < region_offset[HK_LARGE])
+        return page_of(a, p, off, HK_MEDIUM, HK_MEDIUM_PAGE_SHIFT);
+    return page_of(a, p, off, HK_LARGE, HK_LARGE_PAGE_SHIFT);
 }
