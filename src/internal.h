@@ -88,7 +88,8 @@ struct hk_page {
     uint16_t capacity;        /* blocks in the page */
     uint8_t cls;
     uint8_t kind;
-    uint8_t shared_pad[44];
+    uint16_t first_block;     /* offset of block 0 from the page base */
+    uint8_t shared_pad[42];
     /* The owner's. */
     void *local_free; /* blocks freed by the owning thread */
     int32_t used;     /* blocks not in local_free and not yet carved */
@@ -111,9 +112,11 @@ static inline unsigned hk_page_shift(unsigned kind)
 
 /* Small pages keep their header at the start, so that a page in use costs
  * no OS page beyond those its blocks touch; their blocks begin after it, at
- * a multiple of 128.  Medium and large pages keep it in their last bytes and
- * blocks begin at the page base, so that a block of a size that is a
- * multiple of A (up to the page size) is aligned to A. */
+ * an offset that is a multiple of the largest power of two (up to 4 KiB)
+ * dividing the block size.  Medium and large pages keep it in their last
+ * bytes and blocks begin at the page base.  Either way a block of a size
+ * that is a multiple of A (up to 4 KiB in small pages, up to the page size
+ * in the others) is aligned to A. */
 static inline struct hk_page *hk_page_header(uintptr_t base, unsigned shift)
 {
     if (shift == HK_SMALL_PAGE_SHIFT)
@@ -130,7 +133,7 @@ static inline char *hk_page_base(const struct hk_page *pg)
 /* Address of the page's first block. */
 static inline char *hk_page_blocks(const struct hk_page *pg)
 {
-    return pg->kind == HK_SMALL ? (char *)pg + HK_PAGE_HEADER_SIZE : hk_page_base(pg);
+    return hk_page_base(pg) + pg->first_block;
 }
 
 /* Header of the page holding p, for a p known to be a block of an arena. */
@@ -148,6 +151,7 @@ static inline struct hk_page *hk_page_of_block(const void *p)
 struct hk_class {
     uint32_t block_size;
     uint32_t div_magic; /* ceil(2^32 / block_size): offset / size by multiply */
+    uint16_t first_block; /* offset of block 0 in its page */
     uint16_t capacity;  /* blocks per page */
     uint16_t batch;     /* blocks carved from a fresh page at a time */
     uint8_t kind;

@@ -36,6 +36,7 @@ static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->unbumped = k->capacity;
     pg->cls = (uint8_t)cls;
     pg->kind = k->kind;
+    pg->first_block = k->first_block;
     pg->div_magic = k->div_magic;
 }
 

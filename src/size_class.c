@@ -29,7 +29,15 @@ void hk_classes_init(void)
         k->block_size = (uint32_t)size;
         k->kind = (uint8_t)class_kind(size);
         size_t page = (size_t)1 << hk_page_shift(k->kind);
-        k->capacity = (uint16_t)((page - HK_PAGE_HEADER_SIZE) / size);
+        if (k->kind == HK_SMALL) {
+            size_t natural = size & -size; /* largest power of two dividing size */
+            k->first_block = (uint16_t)(natural < HK_PAGE_HEADER_SIZE ? HK_PAGE_HEADER_SIZE
+                                        : natural > HK_OS_PAGE ? HK_OS_PAGE : natural);
+            k->capacity = (uint16_t)((page - k->first_block) / size);
+        } else {
+            k->first_block = 0;
+            k->capacity = (uint16_t)((page - HK_PAGE_HEADER_SIZE) / size);
+        }
         k->div_magic = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
         /* A refill serves at least a batch: about 4 KiB of small blocks (at
          * least 8), about 32 KiB of larger ones (at least 1), so that memory
@@ -48,7 +56,7 @@ void hk_classes_init(void)
 
 /* The smallest class whose blocks are all aligned to align (a power of two
  * above 16): blocks of a multiple of align, in pages whose blocks begin at
- * a multiple of align (small pages: after the 128-byte header). */
+ * a multiple of align (see hk_page_header). */
 unsigned hk_aligned_class(size_t size, size_t align)
 {
     if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
@@ -56,7 +64,7 @@ unsigned hk_aligned_class(size_t size, size_t align)
     size_t rounded = (size + align - 1) & ~(align - 1);
     for (unsigned c = hk_size_class(rounded == 0 ? align : rounded); c < HK_NCLASSES; c++) {
         const struct hk_class *k = &hk_classes[c];
-        if (k->kind == HK_SMALL && align > HK_PAGE_HEADER_SIZE)
+        if (k->kind == HK_SMALL && align > HK_OS_PAGE)
             continue;
         if ((k->block_size & (align - 1)) == 0)
             return c;
