@@ -13,12 +13,9 @@
 #include "args.h"
 #include "bench_loop.h"
 #include "check.h"
-#include "clock.h"
-#include "marker.h"
 #include "report.h"
 #include "rng.h"
-#include "sampler.h"
-#include "scratch.h"
+#include "slot_run.h"
 
 #define USAGE "<ops> <working-set> <min> <max> <seed>"
 #define CHUNK (1u << 16)
@@ -46,6 +43,11 @@ BENCH_LOOP void bench_loop(char **slot, uint32_t ws, uint64_t n, rng_t *state)
     *state = r;
 }
 
+static void step(char **slot, uint32_t ws, uint64_t n, void *rng)
+{
+    bench_loop(slot, ws, n, rng);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t ops = arg_u64(argc, argv, 1, 5000000, USAGE);
@@ -56,23 +58,8 @@ int main(int argc, char **argv)
     CHECK(ws > 0 && min_size > 0 && min_size <= max_size, USAGE);
 
     report_start();
-    char **slot = scratch_alloc(ws * sizeof *slot);
-    sampler_start(0);
-
-    marker_begin();
-    double t0 = clock_now();
-    for (uint64_t done = 0; done < ops; done += CHUNK) {
-        uint64_t n = ops - done < CHUNK ? ops - done : CHUNK;
-        bench_loop(slot, ws, n, &rng);
-        progress_add(0, n);
-    }
-    double t1 = clock_now();
-    marker_end();
-
-    sampler_stop();
-    for (uint32_t k = 0; k < ws; k++)
-        free(slot[k]);
-    report_begin("calloc", "call", ops, t1 - t0, 1);
+    double seconds = slot_run(ws, ops, CHUNK, step, &rng);
+    report_begin("calloc", "call", ops, seconds, 1);
     report_int("working_set", ws);
     report_int("min_size", min_size);
     report_int("max_size", max_size);

@@ -15,13 +15,10 @@
 
 #include "bench_loop.h"
 #include "check.h"
-#include "clock.h"
 #include "args.h"
-#include "marker.h"
 #include "report.h"
 #include "rng.h"
-#include "sampler.h"
-#include "scratch.h"
+#include "slot_run.h"
 
 #define CHUNK (1u << 16)
 #define USAGE "<ops> <working-set> <min> <max> <seed> [uniform|app]"
@@ -43,7 +40,7 @@ static inline size_t draw_size(rng_t *rng, const struct sizes *s)
     return 2049 + rng_below(rng, 32768 - 2049 + 1);
 }
 
-/* One stretch of ops; main calls it in chunks so that the progress counter
+/* One stretch of ops; slot_run calls it in chunks so that the progress counter
  * costs nothing per op. */
 BENCH_LOOP void bench_loop(char **slot, uint32_t ws, uint64_t ops,
                            const struct sizes *sizes, rng_t *state)
@@ -66,6 +63,17 @@ BENCH_LOOP void bench_loop(char **slot, uint32_t ws, uint64_t ops,
     *state = r;
 }
 
+struct run {
+    const struct sizes *sizes;
+    rng_t rng;
+};
+
+static void step(char **slot, uint32_t ws, uint64_t n, void *ctx)
+{
+    struct run *run = ctx;
+    bench_loop(slot, ws, n, run->sizes, &run->rng);
+}
+
 int main(int argc, char **argv)
 {
     uint64_t ops = arg_u64(argc, argv, 1, 10000000, USAGE);
@@ -79,24 +87,9 @@ int main(int argc, char **argv)
     CHECK(ws > 0 && sizes.min > 0 && sizes.min <= sizes.max, USAGE);
 
     report_start();
-    char **slot = scratch_alloc(ws * sizeof *slot);
-    sampler_start(0);
-
-    marker_begin();
-    double t0 = clock_now();
-    for (uint64_t done = 0; done < ops; done += CHUNK) {
-        uint64_t n = ops - done < CHUNK ? ops - done : CHUNK;
-        bench_loop(slot, ws, n, &sizes, &rng);
-        progress_add(0, n);
-    }
-    double t1 = clock_now();
-    marker_end();
-
-    sampler_stop();
-    for (uint32_t k = 0; k < ws; k++)
-        free(slot[k]);
-    report_begin(sizes.app ? "random-mixed-app" : "random-mixed", "call",
-                 ops, t1 - t0, 1);
+    struct run run = {&sizes, rng};
+    double seconds = slot_run(ws, ops, CHUNK, step, &run);
+    report_begin(sizes.app ? "random-mixed-app" : "random-mixed", "call", ops, seconds, 1);
     report_int("working_set", ws);
     report_int("min_size", sizes.app ? 16 : sizes.min);
     report_int("max_size", sizes.app ? 32768 : sizes.max);
