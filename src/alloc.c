@@ -49,7 +49,8 @@ void *hk_aligned(size_t align, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    hk_init(); /* the class table, before any thread has a heap */
+    if (HK_UNLIKELY(hk_tls.heap == NULL))
+        hk_init(); /* the class table; a thread with a heap has it already */
     unsigned cls = hk_aligned_class(size, align);
     if (cls == 0)
         return hk_huge_alloc(size, align, false);
