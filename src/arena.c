@@ -7,6 +7,7 @@
  * threads read only what hk_page_of needs (hwm, atomically).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include "internal.h"
@@ -277,6 +278,7 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
         }
         if (n == 0)
             return purged;
+        h->purges_in_flight++;
         pthread_mutex_unlock(&h->pool_lock);
         sort_pages(batch, n);
         for (size_t i = 0; i < n;) {
@@ -287,6 +289,7 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
             i = j;
         }
         pthread_mutex_lock(&h->pool_lock);
+        h->purges_in_flight--;
         for (size_t i = 0; i < n; i++) {
             uintptr_t base = (uintptr_t)hk_page_base(batch[i]);
             uint32_t index = (uint32_t)((base - a->base - region_offset[kind]) >> shift);
@@ -330,6 +333,13 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
             if (due != 0 && (next == 0 || due < next))
                 next = due;
         }
+    }
+    /* Purging everything means it is gone when this returns: wait for the
+     * pages another purge has taken off the lists to go back too. */
+    while (mode == HK_PURGE_ALL && h->purges_in_flight != 0) {
+        pthread_mutex_unlock(&h->pool_lock);
+        sched_yield();
+        pthread_mutex_lock(&h->pool_lock);
     }
     if (purged != 0)
         h->last_purge = now;

@@ -239,6 +239,7 @@ struct hk_heap {
     uint64_t purge_delay;      /* the heap's current purge delay (arena.c) */
     uint64_t last_purge;       /* when a purge last gave memory back */
     uint64_t last_refault;     /* when purged memory was last taken again */
+    uint32_t purges_in_flight; /* purges whose pages are off every list */
 };
 
 /* Per-thread state, reached through initial-exec TLS.  `small_key` is
