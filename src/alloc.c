@@ -1,6 +1,6 @@
 /*
- * malloc.  The fast path: size to class by one shift, pop the class's TLS
- * free list.  Everything else (refill, larger sizes, the first call of a
+ * malloc.  The fast path: size to class by one shift and a byte table, pop
+ * the class's TLS free list.  Everything else (refill, larger sizes, the first call of a
  * thread) is in hk_malloc_slow.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 HK_API void *hak_malloc(size_t size)
 {
     if (HK_LIKELY(size <= HK_FAST_MAX)) {
-        size_t cls = (size + 15) >> 4;
+        size_t cls = hk_tls.class_of[(size + 15) >> 4];
         void **list = &hk_tls.free[cls];
         void *block = *list;
         if (HK_LIKELY(block != NULL)) {

@@ -26,6 +26,7 @@ static void tls_bind(struct hk_heap *h)
      * region's address range: every free of such a heap is validated. */
     bool fast = h != NULL && !h->arenas->compact;
     hk_tls.small_key = fast ? h->arenas->base >> HK_SMALL_REGION_SHIFT : ~(uintptr_t)0;
+    memcpy(hk_tls.class_of, hk_class_of_index, sizeof hk_tls.class_of);
 }
 
 static struct hk_heap *heap_create(void)

@@ -61,10 +61,11 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_MEDIUM_MAX (64 * 1024)
 #define HK_LARGE_MAX (512 * 1024)
 #define HK_FAST_MAX 1024 /* malloc's inline path covers sizes up to this */
+#define HK_FAST_INDEXES (HK_FAST_MAX / 16 + 1) /* (size + 15) >> 4, for these */
 
-/* Size classes: 0 (size 0, served by class 1), 1..64 in 16-byte steps up to
- * 1 KiB, then four per doubling up to 512 KiB. */
-#define HK_NCLASSES 101
+/* Size classes: 1..8 in 16-byte steps up to 128 B, then four per doubling up
+ * to 512 KiB; 0 is never used (size 0 is served by class 1). */
+#define HK_NCLASSES 57
 
 #define HK_OS_PAGE 4096
 
@@ -158,15 +159,17 @@ struct hk_class {
 };
 extern struct hk_class hk_classes[HK_NCLASSES];
 
+extern uint8_t hk_class_of_index[HK_FAST_INDEXES]; /* by (size + 15) >> 4 */
+
 /* The class of a size up to HK_LARGE_MAX. */
 static inline unsigned hk_size_class(size_t size)
 {
     if (size <= HK_FAST_MAX)
-        return size == 0 ? 1 : (unsigned)((size + 15) >> 4);
+        return hk_class_of_index[(size + 15) >> 4];
     size_t s = size - 1;
     unsigned bits = 63 - (unsigned)__builtin_clzl(s); /* size in (2^bits, 2^(bits+1)] */
     unsigned step = (unsigned)(s >> (bits - 2)) & 3;
-    return 65 + (bits - 10) * 4 + step;
+    return 9 + (bits - 7) * 4 + step;
 }
 unsigned hk_aligned_class(size_t size, size_t align); /* 0: none fits */
 void hk_classes_init(void);
@@ -251,6 +254,9 @@ struct hk_tls {
                                 so that malloc indexes it with no offset */
     uintptr_t small_key;
     struct hk_heap *heap;
+    /* hk_class_of_index, copied when the thread gets a heap (all 0 before:
+     * class 0's list is always empty, so malloc takes its slow path). */
+    uint8_t class_of[HK_FAST_INDEXES];
     /* Blocks of another heap this thread freed, not yet sent (remote.c). */
     struct hk_heap *remote_heap;
     void *remote_head;
