@@ -159,7 +159,7 @@ static void calm_down(struct hk_heap *h, uint64_t now)
     }
 }
 
-static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
+static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind)
 {
     struct hk_region *r = &a->region[kind];
     unsigned shift = hk_page_shift(kind);
@@ -189,6 +189,14 @@ static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
     /* Other threads read hwm in hk_page_of, without a lock. */
     atomic_store_explicit(&r->hwm, index + 1, memory_order_release);
     return hk_page_header(page_addr(a, kind, index), shift);
+}
+
+static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
+{
+    struct hk_page *pg = take_free_page(a, kind);
+    if (pg != NULL)
+        a->pages_in_use++;
+    return pg;
 }
 
 /* A page of the given kind for heap h: a dirty free page first (its memory
@@ -225,6 +233,7 @@ void hk_arena_page_free(struct hk_page *pg)
     pg->block_size = 0;
     pg->freed_at = hk_clock_ms();
     pthread_mutex_lock(&h->pool_lock);
+    a->pages_in_use--;
     pg->prev = NULL;
     pg->next = r->dirty;
     if (r->dirty != NULL)
@@ -301,6 +310,70 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
     }
 }
 
+static bool arena_is_empty(const struct hk_arena *a)
+{
+    if (a->pages_in_use != 0)
+        return false;
+    for (unsigned kind = 0; kind < HK_NKINDS; kind++)
+        if (a->region[kind].ndirty != 0)
+            return false;
+    return true;
+}
+
+/* Give an arena's address space back.  A thread validating a stale pointer
+ * into it (a double or invalid free) reads the table and then the region's
+ * hwm: the hwm goes first, so that such a check finds no page, and only a
+ * check already past it can still touch the memory as it goes. */
+static void arena_unmap(struct hk_arena *a)
+{
+    uintptr_t base = a->base;
+    bool compact = a->compact;
+    uint64_t reserved = 0, committed = 0;
+    for (unsigned k = 0; k < HK_NKINDS; k++) {
+        struct hk_region *r = &a->region[k];
+        atomic_store_explicit(&r->hwm, r->first, memory_order_release);
+        reserved += (uint64_t)r->npages << hk_page_shift(k);
+        committed += (uint64_t)r->committed << hk_page_shift(k);
+    }
+    atomic_store_explicit(&hk_arena_table[base >> HK_ARENA_SHIFT], NULL, memory_order_release);
+    if (compact) {
+        for (unsigned k = 0; k < HK_NKINDS; k++)
+            hk_os_unmap((void *)(base + region_offset[k]),
+                        (size_t)compact_region_pages[k] << hk_page_shift(k));
+    } else {
+        hk_os_unmap((void *)base, HK_ARENA_SIZE);
+    }
+    hk_stat_add(&hk_os_stats.arenas, (uint64_t)-1);
+    hk_stat_add(&hk_os_stats.reserved_bytes, -reserved);
+    hk_stat_add(&hk_os_stats.committed_bytes, -committed);
+}
+
+/* Unmap heap h's arenas that hold no page in use and no page with memory,
+ * all but its first, which holds the heap.  Called with the pool lock held
+ * and no purge in flight (a purge in flight writes into its arena). */
+static void release_empty_arenas(struct hk_heap *h)
+{
+    struct hk_arena **link = &h->arenas->next;
+    while (*link != NULL) {
+        struct hk_arena *a = *link;
+        if (arena_is_empty(a)) {
+            *link = a->next;
+            arena_unmap(a);
+        } else {
+            link = &a->next;
+        }
+    }
+}
+
+/* Memory ran out: give back every free page and empty arena of every heap,
+ * and the huge cache, so that a retry may find room. */
+void hk_release_all_memory(void)
+{
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next)
+        hk_heap_purge(h, HK_PURGE_ALL, true);
+    hk_huge_cache_purge(true);
+}
+
 /* Free pages a heap without a thread keeps warm for its next owner, per
  * region: 4 MiB of small pages, 4 MiB of medium ones, one large page.  A
  * thread pool's next thread then starts warm (thread churn runs 4 times
@@ -326,7 +399,10 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
     size_t purged = 0;
     for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
         for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
-            uint32_t keep = mode == HK_PURGE_ABANDONED ? keep_abandoned[kind] : UINT32_MAX;
+            /* What an abandoned heap keeps is in its first arena: the
+             * others must be free to go. */
+            uint32_t keep = mode != HK_PURGE_ABANDONED ? UINT32_MAX
+                          : a == h->arenas ? keep_abandoned[kind] : 0;
             purged += region_purge(h, a, kind, cutoff, keep);
             struct hk_page *oldest = a->region[kind].dirty_tail;
             uint64_t due = oldest != NULL ? oldest->freed_at + h->purge_delay : 0;
@@ -341,6 +417,8 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
         sched_yield();
         pthread_mutex_lock(&h->pool_lock);
     }
+    if (h->purges_in_flight == 0)
+        release_empty_arenas(h);
     if (purged != 0)
         h->last_purge = now;
     atomic_store_explicit(&h->purge_at, next, memory_order_relaxed);

@@ -59,6 +59,10 @@ struct hk_heap *hk_heap_attach(void)
     pthread_mutex_unlock(&heaps_lock);
     if (h == NULL)
         h = heap_create();
+    if (h == NULL) {
+        hk_release_all_memory();
+        h = heap_create();
+    }
     if (h == NULL)
         return NULL;
     tls_bind(h);

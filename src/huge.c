@@ -119,6 +119,10 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
 
     void *p = hk_os_map_aligned(len, align, &len);
     if (p == NULL) {
+        hk_release_all_memory();
+        p = hk_os_map_aligned(len, align, &len);
+    }
+    if (p == NULL) {
         errno = ENOMEM;
         return NULL;
     }

@@ -193,6 +193,7 @@ struct hk_arena {
     struct hk_arena *next; /* the heap's other arenas */
     uintptr_t base;
     bool compact; /* only the start of each region is reserved (arena.c) */
+    uint32_t pages_in_use; /* pages not free (guarded by the pool lock) */
     struct hk_region region[HK_NKINDS];
 };
 
@@ -209,6 +210,7 @@ enum hk_purge_mode {
     HK_PURGE_ALL,
 };
 size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait);
+void hk_release_all_memory(void); /* before a retry when memory ran out */
 
 static inline struct hk_arena *hk_arena_of(uintptr_t p)
 {
@@ -244,6 +246,11 @@ struct hk_heap {
     uint64_t last_refault;     /* when purged memory was last taken again */
     uint32_t purges_in_flight; /* purges whose pages are off every list */
 };
+
+static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
+{
+    return ((uintptr_t)p >> HK_ARENA_SHIFT) == (h->arenas->base >> HK_ARENA_SHIFT);
+}
 
 /* Per-thread state, reached through initial-exec TLS.  `small_key` is
  * the address bits that identify the thread's own small region (arena base

@@ -86,8 +86,10 @@ HK_API void hak_stats_get(struct hak_stats *out)
                          - __atomic_load_n(&h->returned[c], __ATOMIC_RELAXED);
             cs->refills += __atomic_load_n(&h->refills[c], __ATOMIC_RELAXED);
         }
+        pthread_mutex_lock(&h->pool_lock); /* arenas may be unmapped */
         for (struct hk_arena *a = h->arenas; a != NULL; a = a->next)
             count_arena_pages(a, out);
+        pthread_mutex_unlock(&h->pool_lock);
         /* Blocks of full pages that wait in the delayed list are free. */
         void *d = atomic_load_explicit(&h->delayed, memory_order_acquire);
         for (; d != NULL; d = *(void **)d)

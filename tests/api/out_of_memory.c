@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -100,20 +98,6 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "--limited") == 0)
 		return limited_child();
 	check_init("out_of_memory");
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		struct rlimit rl = { LIMIT, LIMIT };
-		setrlimit(RLIMIT_AS, &rl);
-		execl("/proc/self/exe", argv[0], "--limited", (char *)NULL);
-		_exit(127);
-	}
-	int status = 0;
-	if (CHECK(pid > 0))
-		waitpid(pid, &status, 0);
-	char how[64];
-	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	       "the child under a 1 GiB address-space limit %s",
-	       describe_status(status, how, sizeof how));
+	check_limited_rerun(argv[0], LIMIT);
 	return check_finish();
 }

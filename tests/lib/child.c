@@ -4,8 +4,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "check.h"
 
 int run_in_child(void (*fn)(void *), void *arg, unsigned timeout_s,
 		 struct child_result *out)
@@ -58,4 +61,23 @@ const char *describe_status(int status, char *buf, size_t len)
 	else
 		snprintf(buf, len, "status 0x%x", status);
 	return buf;
+}
+
+void check_limited_rerun(const char *argv0, size_t limit)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { limit, limit };
+		setrlimit(RLIMIT_AS, &rl);
+		execl("/proc/self/exe", argv0, "--limited", (char *)NULL);
+		_exit(127);
+	}
+	int status = 0;
+	if (CHECK(pid > 0))
+		waitpid(pid, &status, 0);
+	char how[64];
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "the child under a %zu MiB address-space limit %s", limit >> 20,
+	       describe_status(status, how, sizeof how));
 }

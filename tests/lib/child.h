@@ -19,6 +19,11 @@ struct child_result {
 int run_in_child(void (*fn)(void *), void *arg, unsigned timeout_s,
 		 struct child_result *out);
 
+/* Runs this program again as `argv0 --limited`, with its address space
+ * limited to `limit` bytes (RLIMIT_AS, set before exec so that the
+ * allocator starts under it), and checks that it exits with status 0. */
+void check_limited_rerun(const char *argv0, size_t limit);
+
 /* "exited 3", "killed by SIGABRT", ...: for failure messages. */
 const char *describe_status(int status, char *buf, size_t len);
 
