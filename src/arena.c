@@ -25,11 +25,12 @@ static const uint32_t region_pages[HK_NKINDS] = {
     (1u << 30) >> HK_MEDIUM_PAGE_SHIFT,
     (1u << 30) >> HK_LARGE_PAGE_SHIFT,
 };
-/* A compact arena reserves only the start of each region: 64, 32, 32 MiB. */
+/* A compact arena reserves only the start of each region: 64, 16, 64 MiB
+ * (16 large pages, for large pages serve most classes). */
 static const uint32_t compact_region_pages[HK_NKINDS] = {
     (64u << 20) >> HK_SMALL_PAGE_SHIFT,
-    (32u << 20) >> HK_MEDIUM_PAGE_SHIFT,
-    (32u << 20) >> HK_LARGE_PAGE_SHIFT,
+    (16u << 20) >> HK_MEDIUM_PAGE_SHIFT,
+    (64u << 20) >> HK_LARGE_PAGE_SHIFT,
 };
 
 static uintptr_t page_addr(const struct hk_arena *a, unsigned kind, uint32_t index)
@@ -375,7 +376,7 @@ void hk_release_all_memory(void)
 }
 
 /* Free pages a heap without a thread keeps warm for its next owner, per
- * region: 4 MiB of small pages, 4 MiB of medium ones, one large page.  A
+ * region: 4 MiB of small pages, 2 MiB of medium ones, one large page.  A
  * thread pool's next thread then starts warm (thread churn runs 4 times
  * faster than when everything is purged at exit); beyond that, memory of
  * exited threads goes back at once. */

@@ -5,8 +5,8 @@
  * each owned by one heap.  An arena is cut into three regions of pages:
  *
  *   [0, 2G)   small pages,  64 KiB each, blocks of 16 B .. 4 KiB
- *   [2G, 3G)  medium pages, 512 KiB each, blocks of 5 KiB .. 64 KiB
- *   [3G, 4G)  large pages,  4 MiB each, blocks of 80 KiB .. 512 KiB
+ *   [2G, 3G)  medium pages, 256 KiB each, blocks of 5 KiB .. 16 KiB
+ *   [3G, 4G)  large pages,  4 MiB each, blocks of 20 KiB .. 512 KiB
  *
  * Page 0 of the small region holds the arena header (and, in a heap's first
  * arena, the heap itself).  Every page keeps its header in its last 64 bytes,
@@ -52,13 +52,13 @@
 enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 
 #define HK_SMALL_PAGE_SHIFT 16
-#define HK_MEDIUM_PAGE_SHIFT 19
+#define HK_MEDIUM_PAGE_SHIFT 18
 #define HK_LARGE_PAGE_SHIFT 22
 #define HK_SMALL_REGION_SHIFT 31 /* the small region is the arena's lower half */
 
 #define HK_PAGE_HEADER_SIZE 128
 #define HK_SMALL_MAX 4096
-#define HK_MEDIUM_MAX (64 * 1024)
+#define HK_MEDIUM_MAX (16 * 1024)
 #define HK_LARGE_MAX (512 * 1024)
 #define HK_FAST_MAX 1024 /* malloc's inline path covers sizes up to this */
 #define HK_FAST_INDEXES (HK_FAST_MAX / 16 + 1) /* (size + 15) >> 4, for these */

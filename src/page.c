@@ -116,6 +116,24 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
     struct hk_page *pg = h->current[cls];
+    if (pg != NULL && h->queue[cls] != NULL &&
+        (unsigned)(pg->capacity - pg->unbumped - pg->used) * 2 < hk_classes[cls].batch) {
+        /* Few blocks came back to the current page: rather than carve new
+         * ones, serve from a page of the queue, whose free blocks are
+         * already touched. */
+        struct hk_page *next = h->queue[cls];
+        hk_page_queue_remove(h, next);
+        if (pg->local_free == NULL && pg->unbumped == 0) {
+            pg->state = HK_PAGE_FULL;
+            pg->used = 1;
+        } else {
+            pg->state = HK_PAGE_AVAILABLE;
+            hk_page_queue_push(h, pg);
+        }
+        pg = next;
+        pg->state = HK_PAGE_CURRENT;
+        h->current[cls] = pg;
+    }
     for (;;) {
         if (pg != NULL) {
             void *list = page_take(h, pg);
