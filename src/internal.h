@@ -60,7 +60,7 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_SMALL_MAX 4096
 #define HK_MEDIUM_MAX (16 * 1024)
 #define HK_LARGE_MAX (512 * 1024)
-#define HK_FAST_MAX 1024 /* malloc's inline path covers sizes up to this */
+#define HK_FAST_MAX 4096 /* malloc's inline path covers sizes up to this */
 #define HK_FAST_INDEXES (HK_FAST_MAX / 16 + 1) /* (size + 15) >> 4, for these */
 
 /* Size classes: 1..8 in 16-byte steps up to 128 B, then four per doubling up
