@@ -96,7 +96,7 @@ struct hk_page {
     int32_t used;     /* blocks not in local_free and not yet carved */
     uint16_t unbumped; /* blocks at the end never handed out yet */
     uint8_t state;
-    uint8_t owner_pad;
+    bool keep_empty;  /* as the current page, stays when it empties */
     struct hk_page *next; /* class queue, or the arena's dirty list */
     struct hk_page *prev;
     uint64_t freed_at; /* when a free page was retired (for purging) */
@@ -230,6 +230,7 @@ struct hk_page *hk_page_of(const void *p);
 struct hk_heap {
     struct hk_page *current[HK_NCLASSES]; /* page whose free list is in TLS */
     struct hk_page *queue[HK_NCLASSES];   /* pages with free blocks */
+    struct hk_page *retired_current[HK_NCLASSES]; /* last retired on emptying */
     _Atomic(void *) delayed;  /* blocks other threads freed (remote.c) */
     struct hk_arena *arenas;  /* first arena holds this heap */
     struct hk_heap *next;     /* registry of all heaps */
