@@ -127,6 +127,8 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
         if (pg->local_free == NULL && pg->unbumped == 0) {
             pg->state = HK_PAGE_FULL;
             pg->used = 1;
+        } else if (pg->used == 0) {
+            hk_page_retire(pg); /* no block out: no free would retire it */
         } else {
             pg->state = HK_PAGE_AVAILABLE;
             hk_page_queue_push(h, pg);
