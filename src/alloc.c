@@ -26,11 +26,9 @@ HK_API void *hak_malloc(size_t size)
 }
 HK_ALIAS(malloc, hak_malloc)
 
-HK_NOINLINE void *hk_malloc_slow(size_t size)
+/* A block of class cls: the TLS list's first, or a refill's. */
+static inline void *alloc_from_class(unsigned cls)
 {
-    if (HK_UNLIKELY(size > HK_LARGE_MAX))
-        return hk_huge_alloc(size, HK_OS_PAGE, false);
-    unsigned cls = hk_size_class(size);
     void **list = &hk_tls.free[cls];
     void *block = *list;
     if (HK_LIKELY(block != NULL)) {
@@ -38,6 +36,18 @@ HK_NOINLINE void *hk_malloc_slow(size_t size)
         return block;
     }
     return hk_refill(cls);
+}
+
+HK_NOINLINE void *hk_malloc_slow(size_t size)
+{
+    if (HK_UNLIKELY(size > HK_LARGE_MAX))
+        return hk_huge_alloc(size, HK_OS_PAGE, false);
+    /* The class table: another library's constructor may call malloc
+     * before hakmem's has run (libselinux's fopen does, in mkdir or tar). */
+    if (HK_UNLIKELY(hk_tls.heap == NULL))
+        hk_init();
+    unsigned cls = hk_size_class(size);
+    return alloc_from_class(cls);
 }
 
 /* A block of `size` bytes aligned to `align` (a power of two). */
@@ -54,11 +64,5 @@ void *hk_aligned(size_t align, size_t size)
     unsigned cls = hk_aligned_class(size, align);
     if (cls == 0)
         return hk_huge_alloc(size, align, false);
-    void **list = &hk_tls.free[cls];
-    void *block = *list;
-    if (HK_LIKELY(block != NULL)) {
-        *list = *(void **)block;
-        return block;
-    }
-    return hk_refill(cls);
+    return alloc_from_class(cls);
 }

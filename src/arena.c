@@ -18,7 +18,7 @@ _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 #define COMMIT_CHUNK ((uintptr_t)4 << 20)
 
 static const uintptr_t region_offset[HK_NKINDS] = {
-    0, (uintptr_t)2 << 30, (uintptr_t)3 << 30,
+    0, HK_MEDIUM_REGION_OFFSET, HK_LARGE_REGION_OFFSET,
 };
 static const uint32_t region_pages[HK_NKINDS] = {
     (2u << 30) >> HK_SMALL_PAGE_SHIFT,

@@ -55,6 +55,8 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_MEDIUM_PAGE_SHIFT 18
 #define HK_LARGE_PAGE_SHIFT 22
 #define HK_SMALL_REGION_SHIFT 31 /* the small region is the arena's lower half */
+#define HK_MEDIUM_REGION_OFFSET ((uintptr_t)2 << 30)
+#define HK_LARGE_REGION_OFFSET ((uintptr_t)3 << 30)
 
 #define HK_PAGE_HEADER_SIZE 128
 #define HK_SMALL_MAX 4096
@@ -105,6 +107,11 @@ struct hk_page {
 _Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is two cache lines");
 _Static_assert(offsetof(struct hk_page, local_free) == 64, "owner fields on their own line");
 
+static inline uintptr_t hk_region_offset(unsigned kind)
+{
+    return kind == HK_SMALL ? 0 : kind == HK_MEDIUM ? HK_MEDIUM_REGION_OFFSET : HK_LARGE_REGION_OFFSET;
+}
+
 static inline unsigned hk_page_shift(unsigned kind)
 {
     return kind == HK_SMALL ? HK_SMALL_PAGE_SHIFT
@@ -142,8 +149,8 @@ static inline struct hk_page *hk_page_of_block(const void *p)
 {
     uintptr_t u = (uintptr_t)p;
     uintptr_t off = u & (((uintptr_t)1 << 32) - 1);
-    unsigned shift = off < ((uintptr_t)2 << 30) ? HK_SMALL_PAGE_SHIFT
-                   : off < ((uintptr_t)3 << 30) ? HK_MEDIUM_PAGE_SHIFT : HK_LARGE_PAGE_SHIFT;
+    unsigned shift = off < HK_MEDIUM_REGION_OFFSET ? HK_SMALL_PAGE_SHIFT
+                   : off < HK_LARGE_REGION_OFFSET ? HK_MEDIUM_PAGE_SHIFT : HK_LARGE_PAGE_SHIFT;
     return hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift);
 }
 
@@ -161,15 +168,21 @@ extern struct hk_class hk_classes[HK_NCLASSES];
 
 extern uint8_t hk_class_of_index[HK_FAST_INDEXES]; /* by (size + 15) >> 4 */
 
+/* The class of a size in (128, HK_LARGE_MAX]: four per doubling. */
+static inline unsigned hk_size_class_above_128(size_t size)
+{
+    size_t s = size - 1;
+    unsigned bits = 63 - (unsigned)__builtin_clzl(s); /* size in (2^bits, 2^(bits+1)] */
+    unsigned step = (unsigned)(s >> (bits - 2)) & 3;
+    return 9 + (bits - 7) * 4 + step;
+}
+
 /* The class of a size up to HK_LARGE_MAX. */
 static inline unsigned hk_size_class(size_t size)
 {
     if (size <= HK_FAST_MAX)
         return hk_class_of_index[(size + 15) >> 4];
-    size_t s = size - 1;
-    unsigned bits = 63 - (unsigned)__builtin_clzl(s); /* size in (2^bits, 2^(bits+1)] */
-    unsigned step = (unsigned)(s >> (bits - 2)) & 3;
-    return 9 + (bits - 7) * 4 + step;
+    return hk_size_class_above_128(size);
 }
 unsigned hk_aligned_class(size_t size, size_t align); /* 0: none fits */
 void hk_classes_init(void);

@@ -104,6 +104,8 @@ void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg)
  * current page, the class queue or a fresh page. */
 static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
 {
+    if (HK_UNLIKELY(cls == 0))
+        hk_fatal("a class was looked up before the class table was built");
     if (HK_UNLIKELY(h == NULL)) {
         h = hk_heap_attach();
         if (h == NULL) {

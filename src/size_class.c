@@ -55,12 +55,10 @@ void hk_classes_init(void)
             batch = k->capacity;
         k->batch = (uint16_t)batch;
     }
-    hk_classes[0] = hk_classes[1];
     hk_class_of_index[0] = 1;
     for (unsigned i = 1; i < HK_FAST_INDEXES; i++) {
-        size_t size = (size_t)i * 16, s = size - 1;
-        unsigned bits = 63 - (unsigned)__builtin_clzl(s);
-        hk_class_of_index[i] = (uint8_t)(size <= 128 ? i : 9 + (bits - 7) * 4 + ((s >> (bits - 2)) & 3));
+        size_t size = (size_t)i * 16;
+        hk_class_of_index[i] = (uint8_t)(size <= 128 ? i : hk_size_class_above_128(size));
     }
 }
 

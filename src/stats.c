@@ -38,13 +38,12 @@ static uint64_t page_free_blocks(const struct hk_page *pg)
 
 static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out)
 {
-    static const uintptr_t offset[HK_NKINDS] = {0, (uintptr_t)2 << 30, (uintptr_t)3 << 30};
     for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
         const struct hk_region *r = &a->region[kind];
         unsigned shift = hk_page_shift(kind);
         uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
         for (uint32_t i = r->first; i < hwm; i++) {
-            uintptr_t base = a->base + offset[kind] + ((uintptr_t)i << shift);
+            uintptr_t base = a->base + hk_region_offset(kind) + ((uintptr_t)i << shift);
             const struct hk_page *pg = hk_page_header(base, shift);
             if (pg->block_size == 0)
                 continue;
