@@ -68,16 +68,26 @@ $(T)/obj/%.o: tests/%.cc $(TEST_HDRS) tests/tests.mk
 # C programs link with the C compiler, C++ ones with the C++ driver.
 link_cmd = $(if $(filter $(CXX_PROGS),$(1)),$(TEST_CXX),$(TEST_CC))
 
+# api/early_malloc links a library whose constructor calls malloc before
+# hakmem's constructor runs (tests/early/).
+EARLY_LIB := $(T)/early/libearly_malloc.so
+$(EARLY_LIB): tests/early/early_malloc_lib.c $(TEST_HDRS) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+prog_deps = $(if $(filter api/early_malloc,$(1)),$(EARLY_LIB))
+EARLY_LINK := $(EARLY_LIB) -Wl,-rpath,$(abspath $(T)/early)
+prog_libs = $(if $(filter api/early_malloc,$(1)),$(EARLY_LINK))
+
 define config_rules
-$(T)/plain/$(1): $(T)/obj/$(1).o $(CHECK_LIB)
+$(T)/plain/$(1): $(T)/obj/$(1).o $(CHECK_LIB) $(call prog_deps,$(1))
 	@mkdir -p $$(dir $$@)
-	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) -o $$@
-$(T)/linked/$(1): $(T)/obj/$(1).o $(CHECK_LIB) $(SO)
+	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) $(call prog_libs,$(1)) -o $$@
+$(T)/linked/$(1): $(T)/obj/$(1).o $(CHECK_LIB) $(SO) $(call prog_deps,$(1))
 	@mkdir -p $$(dir $$@)
-	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) $(LINK_SHARED) -o $$@
-$(T)/static/$(1): $(T)/obj/$(1).o $(CHECK_LIB) $(A)
+	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) $(call prog_libs,$(1)) $(LINK_SHARED) -o $$@
+$(T)/static/$(1): $(T)/obj/$(1).o $(CHECK_LIB) $(A) $(call prog_deps,$(1))
 	@mkdir -p $$(dir $$@)
-	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) $(LINK_STATIC) -o $$@
+	$(call link_cmd,$(1)) -pthread $$< $(CHECK_LIB) $(call prog_libs,$(1)) $(LINK_STATIC) -o $$@
 endef
 $(foreach p,$(PROGS),$(eval $(call config_rules,$(p))))
 
