@@ -215,7 +215,7 @@ extern _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 #define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
-struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned cls);
+struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned kind);
 void hk_arena_page_free(struct hk_page *pg);
 enum hk_purge_mode {
     HK_PURGE_DUE,       /* what waited the heap's purge delay */

@@ -153,10 +153,10 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
         if (pg != NULL) {
             hk_page_queue_remove(h, pg);
         } else {
-            pg = hk_arena_page_alloc(h, cls);
+            pg = hk_arena_page_alloc(h, hk_classes[cls].kind);
             if (pg == NULL) {
                 hk_release_all_memory();
-                pg = hk_arena_page_alloc(h, cls);
+                pg = hk_arena_page_alloc(h, hk_classes[cls].kind);
             }
             if (pg == NULL) {
                 h->current[cls] = NULL;
