@@ -2,8 +2,9 @@
  * early_malloc.c: malloc called before hakmem's constructor has run (from
  * the constructor of a library loaded before it, tests/early/) gives blocks
  * as good as any other: at least the size asked for, 16-byte aligned, not
- * overlapping, contents kept, freeable.  Built without the fix in
- * ad0d261, a 472-byte request there got a 16-byte block.
+ * overlapping, contents kept, freeable.  Before ad0d261 a 472-byte request
+ * there got a 16-byte block; with that commit's hk_init call in
+ * hk_malloc_slow removed, the [preload] run aborts.
  */
 #include <malloc.h>
 #include <stdint.h>
