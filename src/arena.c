@@ -17,9 +17,6 @@ _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 
 #define COMMIT_CHUNK ((uintptr_t)4 << 20)
 
-static const uintptr_t region_offset[HK_NKINDS] = {
-    0, HK_MEDIUM_REGION_OFFSET, HK_LARGE_REGION_OFFSET,
-};
 static const uint32_t region_pages[HK_NKINDS] = {
     (2u << 30) >> HK_SMALL_PAGE_SHIFT,
     (1u << 30) >> HK_MEDIUM_PAGE_SHIFT,
@@ -35,7 +32,7 @@ static const uint32_t compact_region_pages[HK_NKINDS] = {
 
 static uintptr_t page_addr(const struct hk_arena *a, unsigned kind, uint32_t index)
 {
-    return a->base + region_offset[kind] + ((uintptr_t)index << hk_page_shift(kind));
+    return a->base + hk_region_offset(kind) + ((uintptr_t)index << hk_page_shift(kind));
 }
 
 static uint32_t map_words(uint32_t npages)
@@ -59,13 +56,13 @@ static char *reserve_compact(void)
         unsigned k = 0;
         for (; k < HK_NKINDS; k++) {
             size_t len = (size_t)compact_region_pages[k] << hk_page_shift(k);
-            if (!hk_os_reserve_at(base + region_offset[k], len))
+            if (!hk_os_reserve_at(base + hk_region_offset(k), len))
                 break;
         }
         if (k == HK_NKINDS)
             return base;
         while (k-- > 0)
-            hk_os_unmap(base + region_offset[k], (size_t)compact_region_pages[k] << hk_page_shift(k));
+            hk_os_unmap(base + hk_region_offset(k), (size_t)compact_region_pages[k] << hk_page_shift(k));
     }
     return NULL;
 }
@@ -86,7 +83,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
     if (slot >= HK_ARENA_TABLE_SIZE || !hk_os_commit(base, COMMIT_CHUNK)) {
         for (unsigned k = 0; k < HK_NKINDS; k++) {
             uint32_t pages = compact ? compact_region_pages[k] : region_pages[k];
-            hk_os_unmap(base + region_offset[k], (size_t)pages << hk_page_shift(k));
+            hk_os_unmap(base + hk_region_offset(k), (size_t)pages << hk_page_shift(k));
         }
         return NULL;
     }
@@ -302,7 +299,7 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
         h->purges_in_flight--;
         for (size_t i = 0; i < n; i++) {
             uintptr_t base = (uintptr_t)hk_page_base(batch[i]);
-            uint32_t index = (uint32_t)((base - a->base - region_offset[kind]) >> shift);
+            uint32_t index = (uint32_t)((base - a->base - hk_region_offset(kind)) >> shift);
             r->cleanmap[index / 64] |= (uint64_t)1 << (index % 64);
             if (index / 64 < r->clean_hint)
                 r->clean_hint = index / 64;
@@ -339,7 +336,7 @@ static void arena_unmap(struct hk_arena *a)
     atomic_store_explicit(&hk_arena_table[base >> HK_ARENA_SHIFT], NULL, memory_order_release);
     if (compact) {
         for (unsigned k = 0; k < HK_NKINDS; k++)
-            hk_os_unmap((void *)(base + region_offset[k]),
+            hk_os_unmap((void *)(base + hk_region_offset(k)),
                         (size_t)compact_region_pages[k] << hk_page_shift(k));
     } else {
         hk_os_unmap((void *)base, HK_ARENA_SIZE);
@@ -434,7 +431,7 @@ static inline struct hk_page *page_of(const struct hk_arena *a, uintptr_t p, uin
                                       unsigned kind, unsigned shift)
 {
     const struct hk_region *r = &a->region[kind];
-    uint32_t index = (uint32_t)((off - region_offset[kind]) >> shift);
+    uint32_t index = (uint32_t)((off - hk_region_offset(kind)) >> shift);
     uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
     if (index - r->first >= hwm - r->first)
         return NULL; /* page 0, or never handed out */
@@ -461,9 +458,9 @@ struct hk_page *hk_page_of(const void *ptr)
         return NULL;
     uintptr_t off = p & (HK_ARENA_SIZE - 1);
     /* Written out per region, so that each case works with constants. */
-    if (HK_LIKELY(off < region_offset[HK_MEDIUM]))
+    if (HK_LIKELY(off < hk_region_offset(HK_MEDIUM)))
         return page_of(a, p, off, HK_SMALL, HK_SMALL_PAGE_SHIFT);
-    if (off < region_offset[HK_LARGE])
+    if (off < hk_region_offset(HK_LARGE))
         return page_of(a, p, off, HK_MEDIUM, HK_MEDIUM_PAGE_SHIFT);
     return page_of(a, p, off, HK_LARGE, HK_LARGE_PAGE_SHIFT);
 }
