@@ -42,6 +42,8 @@ HK_NOINLINE void *hk_malloc_slow(size_t size)
 {
     if (HK_UNLIKELY(size > HK_LARGE_MAX))
         return hk_huge_alloc(size, HK_OS_PAGE, false);
+    if (size > HK_SMALL_MAX)
+        return hk_bitmap_malloc(size);
     /* The class table: another library's constructor may call malloc
      * before hakmem's has run (libselinux's fopen does, in mkdir or tar). */
     if (HK_UNLIKELY(hk_tls.heap == NULL))

@@ -157,17 +157,33 @@ static void calm_down(struct hk_heap *h, uint64_t now)
     }
 }
 
-static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind)
+/* A dirty page is best taken back by the class that last used it: each
+ * class touches its own OS pages of a page (its blocks' first and last
+ * bytes, its carve frontier), so a page passed between classes ends up with
+ * the union of what each touched.  How far down the dirty list to look. */
+#define DIRTY_SCAN 16
+
+static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigned cls)
 {
     struct hk_region *r = &a->region[kind];
     unsigned shift = hk_page_shift(kind);
     struct hk_page *pg = r->dirty;
+    unsigned looked = 0;
+    for (struct hk_page *q = pg; q != NULL && looked < DIRTY_SCAN; q = q->next, looked++) {
+        if (q->cls == cls) {
+            pg = q;
+            break;
+        }
+    }
     if (pg != NULL) {
-        r->dirty = pg->next;
-        if (r->dirty != NULL)
-            r->dirty->prev = NULL;
+        if (pg->prev != NULL)
+            pg->prev->next = pg->next;
         else
-            r->dirty_tail = NULL;
+            r->dirty = pg->next;
+        if (pg->next != NULL)
+            pg->next->prev = pg->prev;
+        else
+            r->dirty_tail = pg->prev;
         r->ndirty--;
         return pg;
     }
@@ -189,31 +205,33 @@ static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind)
     return hk_page_header(page_addr(a, kind, index), shift);
 }
 
-static struct hk_page *region_take(struct hk_arena *a, unsigned kind)
+static struct hk_page *region_take(struct hk_arena *a, unsigned kind, unsigned cls)
 {
-    struct hk_page *pg = take_free_page(a, kind);
+    struct hk_page *pg = take_free_page(a, kind, cls);
     if (pg != NULL)
         a->pages_in_use++;
     return pg;
 }
 
-/* A page of the given kind for heap h: a dirty free page first (its memory
- * is warm), then a purged one, then new address space; a new arena when
- * every arena of the heap is full. */
-struct hk_page *hk_arena_page_alloc(struct hk_heap *h, unsigned kind)
+/* A page for class cls of heap h: a dirty free page first (its memory is
+ * warm; one this class used before if there is one near the head), then a
+ * purged one, then new address space; a new arena when every arena of the
+ * heap is full. */
+struct hk_page *hk_arena_page_alloc(struct hk_heap *h, unsigned cls)
 {
+    unsigned kind = hk_classes[cls].kind;
     struct hk_page *pg = NULL;
     struct hk_arena *last = NULL;
     pthread_mutex_lock(&h->pool_lock);
     for (struct hk_arena *a = h->arenas; a != NULL && pg == NULL; a = a->next) {
-        pg = region_take(a, kind);
+        pg = region_take(a, kind, cls);
         last = a;
     }
     if (pg == NULL) {
         struct hk_arena *a = hk_arena_create(h, 0);
         if (a != NULL) {
             last->next = a;
-            pg = region_take(a, kind);
+            pg = region_take(a, kind, cls);
         }
     }
     pthread_mutex_unlock(&h->pool_lock);

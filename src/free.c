@@ -62,7 +62,7 @@ static HK_NOINLINE void free_other(void *p, const char *call)
     struct hk_page *pg = hk_page_of(p);
     if (pg != NULL) {
         if (pg->heap == hk_tls.heap)
-            hk_page_free_local(pg, p);
+            hk_page_free_local(pg, p, call);
         else
             hk_remote_free(pg->heap, p);
         return;
@@ -74,9 +74,13 @@ static HK_NOINLINE void free_other(void *p, const char *call)
 HK_NOINLINE void hk_free_slow(void *p, const char *call)
 {
     /* The thread's own medium and large blocks: as trusted as the small ones
-     * of the fast path (nothing else can live in the thread's own arena). */
+     * of the fast path (nothing else can live in the thread's own arena).
+     * A 16-aligned block of the arena outside its small region is one. */
     if (hk_own_arena(p)) {
-        hk_page_free_local(hk_page_of_block(p), p);
+        uintptr_t u = (uintptr_t)p;
+        unsigned shift = (uint32_t)u < HK_LARGE_REGION_OFFSET ? HK_MEDIUM_PAGE_SHIFT
+                                                               : HK_LARGE_PAGE_SHIFT;
+        hk_bitmap_free(hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift), p, call);
         return;
     }
     free_other(p, call);

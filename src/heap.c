@@ -39,6 +39,7 @@ static struct hk_heap *heap_create(void)
     h->arenas = a;
     pthread_mutex_init(&h->pool_lock, NULL);
     h->purge_delay = hk_config.purge_delay_ms;
+    h->trim_countdown = HK_TRIM_COUNTDOWN;
     hk_stat_add(&hk_os_stats.heaps, 1);
     pthread_mutex_lock(&heaps_lock);
     h->next = all_heaps;
@@ -106,6 +107,8 @@ static void release_current_pages(struct hk_heap *h)
         h->current[cls] = NULL;
         if (pg->used == 0) {
             hk_arena_page_free(pg);
+        } else if (pg->kind != HK_SMALL && pg->used == pg->capacity) {
+            pg->state = HK_PAGE_FULL; /* a bitmap page counts exactly */
         } else {
             pg->state = HK_PAGE_AVAILABLE;
             hk_page_queue_push(h, pg);
@@ -150,7 +153,7 @@ void hk_heap_drain_delayed(struct hk_heap *h)
     void *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
     while (b != NULL) {
         void *next = *(void **)b;
-        hk_page_free_local(hk_page_of_block(b), b);
+        hk_page_free_local(hk_page_of_block(b), b, "free");
         b = next;
     }
 }
@@ -166,6 +169,7 @@ void hk_heaps_collect_all(void)
         hk_heap_drain_delayed(mine);
         hk_heap_flush_tls(mine);
         release_current_pages(mine);
+        hk_bitmap_trim_all(mine);
         hk_heap_purge(mine, HK_PURGE_ALL, true);
     }
     pthread_mutex_lock(&heaps_lock);
@@ -175,6 +179,7 @@ void hk_heaps_collect_all(void)
     struct hk_heap *last = NULL;
     for (struct hk_heap *h = list; h != NULL; h = h->next_abandoned) {
         hk_heap_drain_delayed(h);
+        hk_bitmap_trim_all(h);
         hk_heap_purge(h, HK_PURGE_ALL, true);
         last = h;
     }

@@ -70,6 +70,7 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_NCLASSES 57
 
 #define HK_OS_PAGE 4096
+#define HK_BITMAP_WORDS 4 /* a medium or large page has at most 256 blocks */
 
 /* ---- pages --------------------------------------------------------------- */
 
@@ -92,20 +93,31 @@ struct hk_page {
     uint8_t cls;
     uint8_t kind;
     uint16_t first_block;     /* offset of block 0 from the page base */
-    uint8_t shared_pad[42];
+    char *blocks;             /* address of block 0 */
+    uint8_t shared_pad[32];
     /* The owner's. */
-    void *local_free; /* blocks freed by the owning thread */
-    int32_t used;     /* blocks not in local_free and not yet carved */
-    uint16_t unbumped; /* blocks at the end never handed out yet */
+    int32_t used;      /* small pages: blocks not in local_free and not yet
+                          carved; medium and large pages: blocks out */
+    uint16_t unbumped; /* small pages: blocks at the end never handed out yet */
     uint8_t state;
-    bool keep_empty;  /* as the current page, stays when it empties */
+    bool keep_empty;   /* as the current page, stays when it empties */
     struct hk_page *next; /* class queue, or the arena's dirty list */
     struct hk_page *prev;
-    uint64_t freed_at; /* when a free page was retired (for purging) */
-    uint8_t owner_pad2[24];
+    union {
+        uint64_t freed_at; /* a free page: when it was retired (for purging) */
+        struct {           /* a medium or large page in use (bitmap_page.c) */
+            uint16_t touched; /* blocks from here on hold no memory */
+            uint16_t reach;   /* highest block out in this trim period, + 1 */
+            uint16_t reach_before; /* the same in the period before */
+        };
+    };
+    union {
+        void *local_free;                      /* small: blocks the owner freed */
+        uint64_t free_map[HK_BITMAP_WORDS];    /* medium, large: 1 = block free */
+    };
 };
 _Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is two cache lines");
-_Static_assert(offsetof(struct hk_page, local_free) == 64, "owner fields on their own line");
+_Static_assert(offsetof(struct hk_page, used) == 64, "owner fields on their own line");
 
 static inline uintptr_t hk_region_offset(unsigned kind)
 {
@@ -167,6 +179,7 @@ struct hk_class {
 extern struct hk_class hk_classes[HK_NCLASSES];
 
 extern uint8_t hk_class_of_index[HK_FAST_INDEXES]; /* by (size + 15) >> 4 */
+extern unsigned hk_first_medium_class; /* this class and above: medium or large */
 
 /* The class of a size in (128, HK_LARGE_MAX]: four per doubling. */
 static inline unsigned hk_size_class_above_128(size_t size)
@@ -215,7 +228,7 @@ extern _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 #define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
-struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned kind);
+struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned cls);
 void hk_arena_page_free(struct hk_page *pg);
 enum hk_purge_mode {
     HK_PURGE_DUE,       /* what waited the heap's purge delay */
@@ -259,6 +272,9 @@ struct hk_heap {
     uint64_t last_purge;       /* when a purge last gave memory back */
     uint64_t last_refault;     /* when purged memory was last taken again */
     uint32_t purges_in_flight; /* purges whose pages are off every list */
+    /* Trimming medium and large pages (bitmap_page.c); the owner's. */
+    uint32_t trim_countdown;   /* allocations until the clock is read again */
+    uint64_t trim_at;          /* next trim due */
 };
 
 static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
@@ -332,6 +348,64 @@ void hk_purge_fork_child(void);
 
 void *hk_refill(unsigned cls);
 void hk_page_event(void *block); /* a local free of block brought used to zero */
+void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
+struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);
+void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg);
+struct hk_page *hk_page_next_current(struct hk_heap *h, unsigned cls); /* NULL: ENOMEM */
+struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
+
+/* ---- medium and large pages: a bitmap of free blocks (bitmap_page.c) ---- */
+
+#define HK_TRIM_COUNTDOWN 64
+__attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *p);
+void hk_bitmap_init(struct hk_page *pg);
+void hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
+void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
+void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i);
+void *hk_bitmap_malloc(size_t size); /* a size above HK_SMALL_MAX */
+void hk_bitmap_page_event(struct hk_page *pg); /* a free emptied pg, or pg not current */
+
+/* Take the lowest free block of pg, which has one.  The page's reach and
+ * the trim countdown are looked after out of line, where the block's
+ * address is computed again, so that this path needs no stack frame. */
+static inline void *hk_bitmap_take(struct hk_heap *h, struct hk_page *pg, unsigned cls)
+{
+    unsigned w = 0;
+    while (pg->free_map[w] == 0)
+        w++;
+    uint64_t map = pg->free_map[w];
+    unsigned i = w * 64 + (unsigned)__builtin_ctzll(map);
+    pg->free_map[w] = map & (map - 1);
+    pg->used++;
+    uint64_t *supplied = &h->supplied[cls]; /* as hk_count (stats.h) */
+    __atomic_store_n(supplied, __atomic_load_n(supplied, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+    uint32_t countdown = --h->trim_countdown;
+    if (HK_UNLIKELY(i >= pg->reach || countdown == 0))
+        return hk_bitmap_taken(h, pg, i);
+    return pg->blocks + (size_t)i * pg->block_size;
+}
+
+static inline void *hk_bitmap_alloc(struct hk_heap *h, unsigned cls)
+{
+    struct hk_page *pg;
+    if (HK_UNLIKELY(h == NULL || (pg = h->current[cls]) == NULL || pg->used == pg->capacity))
+        return hk_bitmap_alloc_slow(h, cls);
+    return hk_bitmap_take(h, pg, cls);
+}
+
+/* Free block p of pg by pg's owner, in `call` (named if p is free already). */
+static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
+{
+    uint64_t offset = (uintptr_t)p - (uintptr_t)pg->blocks;
+    unsigned i = (unsigned)((offset * pg->div_magic) >> 32);
+    uint64_t *word = &pg->free_map[i / 64];
+    uint64_t bit = (uint64_t)1 << (i % 64);
+    if (HK_UNLIKELY(*word & bit))
+        hk_invalid_pointer(call, p); /* freed twice */
+    *word |= bit;
+    if (HK_UNLIKELY(--pg->used == 0 || pg->state != HK_PAGE_CURRENT))
+        hk_bitmap_page_event(pg);
+}
 
 /* ---- frees of other heaps' blocks (remote.c) ----------------------------- */
 
@@ -342,8 +416,12 @@ void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg);
 void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg);
 
 /* Free a block of pg by the thread that owns pg. */
-static inline void hk_page_free_local(struct hk_page *pg, void *p)
+static inline void hk_page_free_local(struct hk_page *pg, void *p, const char *call)
 {
+    if (pg->kind != HK_SMALL) {
+        hk_bitmap_free(pg, p, call);
+        return;
+    }
     *(void **)p = pg->local_free;
     pg->local_free = p;
     if (HK_UNLIKELY(--pg->used == 0))

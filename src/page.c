@@ -24,7 +24,7 @@
 #include "internal.h"
 #include "stats.h"
 
-static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
+void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
 {
     const struct hk_class *k = &hk_classes[cls];
     pg->local_free = NULL;
@@ -39,6 +39,9 @@ static void page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->first_block = k->first_block;
     pg->div_magic = k->div_magic;
     pg->keep_empty = false;
+    pg->blocks = hk_page_blocks(pg);
+    if (pg->kind != HK_SMALL)
+        hk_bitmap_init(pg);
 }
 
 /* Link the next batch of never-used blocks in front of `list`. */
@@ -100,12 +103,31 @@ void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg)
     pg->next = pg->prev = NULL;
 }
 
-/* The general refill: drain the delayed list, then take blocks from the
- * current page, the class queue or a fresh page. */
-static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
+/* Refills take the lowest-addressed of the first few queued pages, not the
+ * newest: when every refill agrees on which pages to fill first, a class's
+ * live blocks gather in its low pages while the others drain, retire and
+ * give their memory back.  The scan is bounded so that a class with
+ * thousands of pages pays no more than a few loads. */
+#define QUEUE_SCAN 8
+
+struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls)
 {
-    if (HK_UNLIKELY(cls == 0))
-        hk_fatal("a class was looked up before the class table was built");
+    struct hk_page *best = h->queue[cls];
+    if (best == NULL)
+        return NULL;
+    unsigned looked = 1;
+    for (struct hk_page *q = best->next; q != NULL && looked < QUEUE_SCAN; q = q->next, looked++)
+        if (q < best)
+            best = q;
+    hk_page_queue_remove(h, best);
+    return best;
+}
+
+/* What every slow refill does first: give the thread a heap if it has none
+ * (NULL with ENOMEM if it cannot), start the purger if a free asked for it,
+ * send this thread's remote frees and take back the heap's. */
+struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls)
+{
     if (HK_UNLIKELY(h == NULL)) {
         h = hk_heap_attach();
         if (h == NULL) {
@@ -118,14 +140,25 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
     hk_remote_flush();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
+    return h;
+}
+
+/* The general refill: drain the delayed list, then take blocks from the
+ * current page, the class queue or a fresh page. */
+static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
+{
+    if (HK_UNLIKELY(cls == 0))
+        hk_fatal("a class was looked up before the class table was built");
+    h = hk_refill_begin(h, cls);
+    if (h == NULL)
+        return NULL;
     struct hk_page *pg = h->current[cls];
     if (pg != NULL && h->queue[cls] != NULL &&
         (unsigned)(pg->capacity - pg->unbumped - pg->used) * 2 < hk_classes[cls].batch) {
         /* Few blocks came back to the current page: rather than carve new
          * ones, serve from a page of the queue, whose free blocks are
          * already touched. */
-        struct hk_page *next = h->queue[cls];
-        hk_page_queue_remove(h, next);
+        struct hk_page *next = hk_page_queue_take(h, cls);
         if (pg->local_free == NULL && pg->unbumped == 0) {
             pg->state = HK_PAGE_FULL;
             pg->used = 1;
@@ -149,29 +182,44 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
             pg->state = HK_PAGE_FULL;
             pg->used = 1;
         }
-        pg = h->queue[cls];
-        if (pg != NULL) {
-            hk_page_queue_remove(h, pg);
-        } else {
-            pg = hk_arena_page_alloc(h, hk_classes[cls].kind);
-            if (pg == NULL) {
-                hk_release_all_memory();
-                pg = hk_arena_page_alloc(h, hk_classes[cls].kind);
-            }
-            if (pg == NULL) {
-                h->current[cls] = NULL;
-                errno = ENOMEM;
-                return NULL;
-            }
-            page_init(pg, h, cls);
-            /* The page this class gave back when it emptied, taken again:
-             * the class takes and gives back a few blocks, and its page
-             * had better stay. */
-            pg->keep_empty = pg == h->retired_current[cls];
-        }
-        pg->state = HK_PAGE_CURRENT;
-        h->current[cls] = pg;
+        pg = hk_page_next_current(h, cls);
+        if (pg == NULL)
+            return NULL;
     }
+}
+
+/* A fresh page for class cls of heap h, or NULL when memory ran out even
+ * after everything that can go back went back. */
+static struct hk_page *page_new(struct hk_heap *h, unsigned cls)
+{
+    struct hk_page *pg = hk_arena_page_alloc(h, cls);
+    if (pg == NULL) {
+        hk_release_all_memory();
+        pg = hk_arena_page_alloc(h, cls);
+    }
+    if (pg == NULL)
+        return NULL;
+    hk_page_init(pg, h, cls);
+    /* The page this class gave back when it emptied, taken again: the class
+     * takes and gives back a few blocks, and its page had better stay. */
+    pg->keep_empty = pg == h->retired_current[cls];
+    return pg;
+}
+
+/* The class's current page has no free block: the next one, from the queue
+ * or fresh, becomes current (NULL with ENOMEM: out of memory). */
+struct hk_page *hk_page_next_current(struct hk_heap *h, unsigned cls)
+{
+    struct hk_page *pg = hk_page_queue_take(h, cls);
+    if (pg == NULL)
+        pg = page_new(h, cls);
+    h->current[cls] = pg;
+    if (pg == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    pg->state = HK_PAGE_CURRENT;
+    return pg;
 }
 
 /* The TLS list of class cls is empty: refill it and return one block (NULL:
@@ -180,6 +228,8 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
 void *hk_refill(unsigned cls)
 {
     struct hk_heap *h = hk_tls.heap;
+    if (cls >= hk_first_medium_class)
+        return hk_bitmap_alloc(h, cls);
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
     if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_purge_wanted() &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
@@ -215,18 +265,24 @@ void hk_page_event(void *block)
         break;
     default:
         /* The current page emptied (its TLS list is empty too, as used is
-         * zero).  It is retired, so that its memory goes back if the thread
-         * now idles; but when the class takes it straight back, it is kept
-         * from then on (keep_empty), or a class that takes and gives back
-         * one block would retire a page every time (a malloc/free pair of
-         * 100 KiB: 55 ns instead of 13).  A page of an arena other than the
-         * heap's first always goes: it would keep that arena mapped. */
-        if (!pg->keep_empty || !hk_in_first_arena(h, pg)) {
-            h->current[pg->cls] = NULL;
-            h->retired_current[pg->cls] = pg;
-            hk_page_retire(pg);
-        }
+         * zero). */
+        hk_page_current_emptied(h, pg);
         break;
+    }
+}
+
+/* The current page of its class holds no block any more.  It is retired,
+ * so that its memory goes back if the thread now idles; but when the class
+ * takes it straight back, it is kept from then on (keep_empty), or a class
+ * that takes and gives back one block would retire a page every time (a
+ * malloc/free pair of 100 KiB: 55 ns instead of 13).  A page of an arena
+ * other than the heap's first always goes: it would keep that arena mapped. */
+void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg)
+{
+    if (!pg->keep_empty || !hk_in_first_arena(h, pg)) {
+        h->current[pg->cls] = NULL;
+        h->retired_current[pg->cls] = pg;
+        hk_page_retire(pg);
     }
 }
 

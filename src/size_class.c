@@ -10,6 +10,7 @@
 
 struct hk_class hk_classes[HK_NCLASSES];
 uint8_t hk_class_of_index[HK_FAST_INDEXES];
+unsigned hk_first_medium_class;
 
 static unsigned class_kind(size_t size)
 {
@@ -32,6 +33,8 @@ void hk_classes_init(void)
         struct hk_class *k = &hk_classes[c];
         k->block_size = (uint32_t)size;
         k->kind = (uint8_t)class_kind(size);
+        if (k->kind != HK_SMALL && hk_first_medium_class == 0)
+            hk_first_medium_class = c;
         size_t page = (size_t)1 << hk_page_shift(k->kind);
         if (k->kind == HK_SMALL) {
             size_t natural = size & -size; /* largest power of two dividing size */
@@ -41,18 +44,20 @@ void hk_classes_init(void)
         } else {
             k->first_block = 0;
             k->capacity = (uint16_t)((page - HK_PAGE_HEADER_SIZE) / size);
+            if (k->capacity > HK_BITMAP_WORDS * 64)
+                hk_fatal("a medium or large page holds more blocks than its bitmap");
         }
         k->div_magic = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
-        /* A refill serves at least a batch: about 4 KiB of small blocks (at
-         * least 8), about 32 KiB of larger ones (at least 1), so that memory
-         * is touched only as it is needed but refills stay rare. */
-        size_t batch = k->kind == HK_SMALL ? 4096 / size : 32768 / size;
-        if (k->kind == HK_SMALL && batch < 8)
-            batch = 8;
-        if (batch < 1)
-            batch = 1;
-        if (batch > k->capacity)
-            batch = k->capacity;
+        /* A small class's refill serves at least a batch, about 4 KiB of
+         * blocks (at least 8), so that memory is touched only as it is
+         * needed but refills stay rare.  Medium and large classes take one
+         * block at a time from their page's bitmap (bitmap_page.c). */
+        size_t batch = 1;
+        if (k->kind == HK_SMALL) {
+            batch = 4096 / size < 8 ? 8 : 4096 / size;
+            if (batch > k->capacity)
+                batch = k->capacity;
+        }
         k->batch = (uint16_t)batch;
     }
     hk_class_of_index[0] = 1;

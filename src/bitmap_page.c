@@ -1,0 +1,228 @@
+/*
+ * Medium and large pages (blocks of 5 KiB .. 512 KiB) keep their free
+ * blocks in a bitmap in the page header, not in a list through the blocks:
+ *
+ *   - a free block is never written, so its memory can go back to the OS
+ *     while the page stays in use;
+ *   - a malloc takes the lowest free block, so the blocks out gather at the
+ *     bottom of the page and the free ones above them form one range;
+ *   - a double free finds its bit already set.
+ *
+ * Purging whole pages (arena.c) cannot return what a page in use touched:
+ * a class whose demand breathes would keep, in each of its pages, the memory
+ * of its highest peak so far, and its footprint would creep up for as long
+ * as the program runs (the running maximum of a random demand keeps
+ * rising).  So each page remembers how far it has touched (`touched`) and
+ * how far its blocks reached in the current and the previous trim period
+ * (`reach`, `reach_before`).  Every trim period, twice the purge delay, the
+ * owner gives back what the page touched above both reaches: a page keeps
+ * the memory of its peaks of the last one to two periods, not of its
+ * highest ever.  Dips smaller than TRIM_MIN_BYTES are left alone, so that a
+ * demand that wobbles does not pay a system call and page faults each
+ * period.
+ *
+ * Medium and large blocks never enter the thread's TLS lists: malloc of a
+ * size above 4 KiB comes here from hk_malloc_slow, an aligned allocation
+ * through hk_refill.
+ */
+#include "internal.h"
+#include "stats.h"
+
+/* A page gives back memory above its reach only when there is at least
+ * this much of it: smaller dips are left for the next peak. */
+#define TRIM_MIN_BYTES (64u << 10)
+
+void hk_bitmap_init(struct hk_page *pg)
+{
+    unsigned n = pg->capacity;
+    for (unsigned w = 0; w < HK_BITMAP_WORDS; w++) {
+        unsigned bits = n > 64 ? 64 : n;
+        pg->free_map[w] = bits == 64 ? ~(uint64_t)0 : bits == 0 ? 0 : ((uint64_t)1 << bits) - 1;
+        n -= bits;
+    }
+    pg->unbumped = 0;
+    /* A page taken from the dirty list may hold memory anywhere. */
+    pg->touched = pg->capacity;
+    pg->reach = 0;
+    pg->reach_before = 0;
+}
+
+/* One past the highest block out, 0 when none is. */
+static unsigned blocks_end(const struct hk_page *pg)
+{
+    for (unsigned w = HK_BITMAP_WORDS; w-- > 0;) {
+        unsigned valid = pg->capacity > w * 64 ? pg->capacity - w * 64 : 0;
+        if (valid == 0)
+            continue;
+        uint64_t mask = valid >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << valid) - 1;
+        uint64_t out = ~pg->free_map[w] & mask;
+        if (out != 0)
+            return w * 64 + 64 - (unsigned)__builtin_clzll(out);
+    }
+    return 0;
+}
+
+/* Give back the OS pages wholly inside blocks [from, to) of pg. */
+static size_t give_back(struct hk_page *pg, unsigned from, unsigned to)
+{
+    uintptr_t base = (uintptr_t)pg->blocks;
+    uintptr_t start = (base + (uintptr_t)from * pg->block_size + HK_OS_PAGE - 1) &
+                      ~(uintptr_t)(HK_OS_PAGE - 1);
+    uintptr_t end = (base + (uintptr_t)to * pg->block_size) & ~(uintptr_t)(HK_OS_PAGE - 1);
+    if (end <= start)
+        return 0;
+    hk_os_purge((void *)start, end - start);
+    return end - start;
+}
+
+/* Give back what pg touched above the blocks that were out in the last two
+ * trim periods (`all`: above the blocks out now, and the free blocks below
+ * them). */
+static size_t trim_page(struct hk_page *pg, bool all)
+{
+    unsigned end = blocks_end(pg);
+    unsigned keep = end;
+    if (!all) {
+        keep = pg->reach > keep ? pg->reach : keep;
+        keep = pg->reach_before > keep ? pg->reach_before : keep;
+    }
+    size_t bytes = 0;
+    if (pg->touched > keep &&
+        (all || (size_t)(pg->touched - keep) * pg->block_size >= TRIM_MIN_BYTES)) {
+        bytes += give_back(pg, keep, pg->touched);
+        pg->touched = (uint16_t)keep;
+    }
+    if (all) {
+        for (unsigned i = 0; i < end;) {
+            unsigned w = i / 64, b = i % 64;
+            if (!(pg->free_map[w] >> b & 1)) {
+                i++;
+                continue;
+            }
+            unsigned j = i + 1;
+            while (j < end && (pg->free_map[j / 64] >> (j % 64) & 1))
+                j++;
+            bytes += give_back(pg, i, j);
+            i = j;
+        }
+    }
+    pg->reach_before = pg->reach;
+    pg->reach = (uint16_t)end;
+    return bytes;
+}
+
+static size_t trim_heap(struct hk_heap *h, bool all)
+{
+    size_t bytes = 0;
+    for (unsigned cls = hk_first_medium_class; cls < HK_NCLASSES; cls++) {
+        if (h->current[cls] != NULL)
+            bytes += trim_page(h->current[cls], all);
+        for (struct hk_page *pg = h->queue[cls]; pg != NULL; pg = pg->next)
+            bytes += trim_page(pg, all);
+    }
+    hk_stat_add(&hk_os_stats.purged_bytes, bytes);
+    return bytes;
+}
+
+void hk_bitmap_trim_all(struct hk_heap *h)
+{
+    trim_heap(h, true);
+}
+
+/* Every HK_TRIM_COUNTDOWN allocations: what the small classes do on each
+ * refill (start the purger, send and take remote frees), then the trim if
+ * it is due. */
+static void tick(struct hk_heap *h)
+{
+    h->trim_countdown = HK_TRIM_COUNTDOWN;
+    hk_purge_poll();
+    hk_remote_flush();
+    if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
+        hk_heap_drain_delayed(h);
+    uint64_t now = hk_clock_ms();
+    if (now < h->trim_at)
+        return;
+    trim_heap(h, false);
+    h->trim_at = now + 2 * hk_config.purge_delay_ms;
+}
+
+/* Block i of pg was just taken, at or above the page's reach in this trim
+ * period (memory above `touched` is touched for the first time), or the
+ * trim countdown ran out. */
+HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i)
+{
+    if (i >= pg->reach) {
+        pg->reach = (uint16_t)(i + 1);
+        if (i >= pg->touched)
+            pg->touched = (uint16_t)(i + 1);
+    }
+    if (h->trim_countdown == 0)
+        tick(h);
+    return pg->blocks + (size_t)i * pg->block_size;
+}
+
+HK_NOINLINE void *hk_bitmap_malloc(size_t size)
+{
+    return hk_bitmap_alloc(hk_tls.heap, hk_size_class_above_128(size));
+}
+
+HK_NOINLINE void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls)
+{
+    h = hk_refill_begin(h, cls);
+    if (h == NULL)
+        return NULL;
+    struct hk_page *pg = h->current[cls];
+    if (pg != NULL && pg->used < pg->capacity)
+        return hk_bitmap_take(h, pg, cls);
+    if (pg != NULL)
+        pg->state = HK_PAGE_FULL;
+    pg = hk_page_next_current(h, cls);
+    return pg != NULL ? hk_bitmap_take(h, pg, cls) : NULL;
+}
+
+/* Blocks go to the lowest page of the class with room, so that the blocks
+ * out gather in the low pages and the high ones drain, retire and give
+ * their memory back (a page the class only needs at its peaks is trimmed
+ * down to what those peaks reach).  pg, below the current page, just got a
+ * free block: it becomes the current page. */
+static void make_current(struct hk_heap *h, struct hk_page *pg)
+{
+    struct hk_page *old = h->current[pg->cls];
+    if (pg->state == HK_PAGE_AVAILABLE)
+        hk_page_queue_remove(h, pg);
+    pg->state = HK_PAGE_CURRENT;
+    h->current[pg->cls] = pg;
+    if (old == NULL)
+        return;
+    if (old->used == 0) {
+        hk_page_retire(old);
+    } else if (old->used == old->capacity) {
+        old->state = HK_PAGE_FULL;
+    } else {
+        old->state = HK_PAGE_AVAILABLE;
+        hk_page_queue_push(h, old);
+    }
+}
+
+/* A free into a page that is not the current one, or that emptied it. */
+HK_NOINLINE void hk_bitmap_page_event(struct hk_page *pg)
+{
+    struct hk_heap *h = pg->heap;
+    if (pg->state != HK_PAGE_CURRENT) {
+        struct hk_page *current = h->current[pg->cls];
+        if (current == NULL || pg < current) {
+            make_current(h, pg);
+        } else if (pg->state == HK_PAGE_FULL) {
+            pg->state = HK_PAGE_AVAILABLE;
+            hk_page_queue_push(h, pg);
+        }
+    }
+    if (pg->used != 0)
+        return;
+    if (pg->state == HK_PAGE_AVAILABLE) {
+        hk_page_queue_remove(h, pg);
+        hk_page_retire(pg);
+    } else {
+        hk_page_current_emptied(h, pg);
+    }
+}
