@@ -34,12 +34,12 @@
 
 void hk_bitmap_init(struct hk_page *pg)
 {
-    unsigned n = pg->capacity;
-    for (unsigned w = 0; w < HK_BITMAP_WORDS; w++) {
-        unsigned bits = n > 64 ? 64 : n;
-        pg->free_map[w] = bits == 64 ? ~(uint64_t)0 : bits == 0 ? 0 : ((uint64_t)1 << bits) - 1;
-        n -= bits;
-    }
+    /* Every block free; so are the bits past the last block, so that a
+     * free of an address in the page's tail finds its bit set.  malloc
+     * never reaches them: it takes the lowest bit, and only while `used`
+     * is below the capacity. */
+    for (unsigned w = 0; w < HK_BITMAP_WORDS; w++)
+        pg->free_map[w] = ~(uint64_t)0;
     pg->unbumped = 0;
     /* A page taken from the dirty list may hold memory anywhere. */
     pg->touched = pg->capacity;

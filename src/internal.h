@@ -393,15 +393,16 @@ static inline void *hk_bitmap_alloc(struct hk_heap *h, unsigned cls)
     return hk_bitmap_take(h, pg, cls);
 }
 
-/* Free block p of pg by pg's owner, in `call` (named if p is free already). */
+/* Free block p of pg by pg's owner, in `call` (named if p is free already,
+ * or not the start of a block). */
 static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
 {
     uint64_t offset = (uintptr_t)p - (uintptr_t)pg->blocks;
     unsigned i = (unsigned)((offset * pg->div_magic) >> 32);
     uint64_t *word = &pg->free_map[i / 64];
     uint64_t bit = (uint64_t)1 << (i % 64);
-    if (HK_UNLIKELY(*word & bit))
-        hk_invalid_pointer(call, p); /* freed twice */
+    if (HK_UNLIKELY((*word & bit) || offset != (uint64_t)i * pg->block_size))
+        hk_invalid_pointer(call, p);
     *word |= bit;
     if (HK_UNLIKELY(--pg->used == 0 || pg->state != HK_PAGE_CURRENT))
         hk_bitmap_page_event(pg);
