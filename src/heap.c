@@ -135,6 +135,9 @@ static void heap_thread_exit(void *arg)
     hk_heap_flush_tls(h);
     tls_bind(NULL);
     release_current_pages(h);
+    /* Pages still in use (blocks other threads hold) are trimmed only by
+     * their owner: what they touched beyond their blocks goes now. */
+    hk_bitmap_trim_all(h);
     /* An abandoned heap keeps a little warm memory for its next owner; with
      * no purger thread, nobody would purge the rest before it is adopted
      * again, so it all goes now. */

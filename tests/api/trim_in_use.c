@@ -8,8 +8,11 @@
  * lowest blocks of each page, and then keeps mallocing and freeing one
  * 8 KiB block every millisecond: within 20 s RSS must fall by at least
  * half of what was freed.  A purge of whole pages cannot give it back,
- * as every page still holds two blocks.
+ * as every page still holds two blocks.  Then the same in a thread that
+ * exits while main holds the remaining blocks: RSS must have fallen as
+ * soon as the thread is joined.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,20 +31,19 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-int main(void)
+/* Fill PAGES pages with BLOCK-byte blocks, write them, note RSS in *peak,
+ * and free all but the two lowest blocks of each page; the rest stay in p.
+ * Returns the bytes freed. */
+static size_t fill_and_thin(char **p, size_t count, size_t *peak)
 {
-	check_init("trim_in_use");
-	size_t count = PAGES * (PAGE / BLOCK);
-	char **p = calloc(count, sizeof *p);
-	if (!CHECK(p != NULL))
-		return check_finish();
+	size_t freed = 0;
 	for (size_t i = 0; i < count; i++) {
 		p[i] = malloc(BLOCK);
 		if (!CHECK(p[i] != NULL))
-			return check_finish();
+			return 0;
 		memset(p[i], 1, BLOCK);
 	}
-	size_t peak = rss_bytes(), freed = 0;
+	*peak = rss_bytes();
 	for (size_t i = 0; i < count; i++) {
 		if (((uintptr_t)p[i] & (PAGE - 1)) >= 2 * BLOCK) {
 			free(p[i]);
@@ -51,6 +53,14 @@ int main(void)
 	}
 	CHECKF(freed >= count * BLOCK / 2, "only %zu of %zu KiB freed: blocks not laid out "
 	       "in 256 KiB pages", freed >> 10, count * BLOCK >> 10);
+	return freed;
+}
+
+/* The owner keeps allocating: its trims give the memory back. */
+static void test_owner_goes_on(char **p, size_t count)
+{
+	size_t peak;
+	size_t freed = fill_and_thin(p, count, &peak);
 	size_t now = rss_bytes();
 	for (int waited = 0; now + freed / 2 > peak && waited < 20000; waited++) {
 		char *q = malloc(BLOCK);
@@ -67,6 +77,46 @@ int main(void)
 	       peak >> 10, now >> 10, freed >> 10);
 	for (size_t i = 0; i < count; i++)
 		free(p[i]);
+}
+
+struct thinned {
+	char **p;
+	size_t count, freed, peak;
+};
+
+static void *thin_in_thread(void *arg)
+{
+	struct thinned *t = arg;
+	t->freed = fill_and_thin(t->p, t->count, &t->peak);
+	return NULL;
+}
+
+/* The owner exits while other threads hold blocks of its pages: its exit
+ * gives back the rest at once. */
+static void test_owner_exits(char **p, size_t count)
+{
+	struct thinned t = { p, count, 0, 0 };
+	pthread_t th;
+	if (!CHECK(pthread_create(&th, NULL, thin_in_thread, &t) == 0))
+		return;
+	pthread_join(th, NULL);
+	size_t now = rss_bytes();
+	CHECKF(now + t.freed / 2 <= t.peak,
+	       "RSS %zu KiB at the thread's peak, %zu KiB after it freed %zu KiB and exited",
+	       t.peak >> 10, now >> 10, t.freed >> 10);
+	for (size_t i = 0; i < count; i++)
+		free(p[i]);
+}
+
+int main(void)
+{
+	check_init("trim_in_use");
+	size_t count = PAGES * (PAGE / BLOCK);
+	char **p = calloc(count, sizeof *p);
+	if (!CHECK(p != NULL))
+		return check_finish();
+	test_owner_goes_on(p, count);
+	test_owner_exits(p, count);
 	free(p);
 	return check_finish();
 }
