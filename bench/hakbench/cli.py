@@ -133,7 +133,7 @@ def main(argv=None):
     s.add_argument("--allocators", help="default hakmem (glibc if hakmem is not built)")
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--working-set", type=int, default=20000)
-    s.add_argument("--sample-ms", type=int, help="default: duration/600 s, at least 250 ms")
+    s.add_argument("--sample-ms", type=int, help="default: 250 ms, a quarter of a breath")
     s.add_argument("--no-strace", action="store_true", help="skip the syscall count")
     s.add_argument("--quick", action="store_true", help="30-second soak")
     s.set_defaults(func=cmd_soak)

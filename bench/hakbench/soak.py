@@ -68,7 +68,10 @@ def _count_syscalls(alloc, argv, seconds):
 
 def run(args, command):
     duration = 30.0 if args.quick and args.duration == 600 else args.duration
-    sample_ms = args.sample_ms or max(250, int(duration * 1000 / 600))
+    # A quarter of the workload's one-second breath: a period of whole
+    # seconds would sample one phase of it only, and the tenths' medians
+    # would hang on what the allocator does at that phase.
+    sample_ms = args.sample_ms or 250
     allocs = allocators.default_set(args.allocators)
     if not args.allocators:
         hak = allocs[0]
