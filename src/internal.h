@@ -72,6 +72,13 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_OS_PAGE 4096
 #define HK_BITMAP_WORDS 4 /* a medium or large page has at most 256 blocks */
 
+/* ---- start-up and errors (init.c, error.c) ------------------------------- */
+
+void hk_init(void);
+__attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *p);
+__attribute__((noreturn)) void hk_fatal(const char *msg);
+void hk_warn(const char *msg);
+
 /* ---- pages --------------------------------------------------------------- */
 
 enum hk_page_state {
@@ -357,7 +364,6 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 /* ---- medium and large pages: a bitmap of free blocks (bitmap_page.c) ---- */
 
 #define HK_TRIM_COUNTDOWN 64
-__attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *p);
 void hk_bitmap_init(struct hk_page *pg);
 void hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
 void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
@@ -477,13 +483,6 @@ struct hk_config {
 extern struct hk_config hk_config;
 void hk_config_load(void);
 void hk_config_print(void); /* the effective options, on stderr */
-
-/* ---- start-up and errors (init.c, error.c) ------------------------------- */
-
-void hk_init(void);
-__attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *p);
-__attribute__((noreturn)) void hk_fatal(const char *msg);
-void hk_warn(const char *msg);
 
 /* Internal entry points shared by the API files. */
 void *hk_malloc_slow(size_t size);
