@@ -132,8 +132,9 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
 /* The purge delay adapts to the heap: memory purged and taken again within
  * a second means the heap's demand breathes slower than the delay, and each
  * turn costs two system calls and the page faults, so the delay doubles (up
- * to 16 times the configured one); ten seconds without that and it halves
- * back.  Called with the pool lock held. */
+ * to 16 times the configured one; once per purge, so that one purge
+ * followed by growth elsewhere counts once); ten seconds without that and
+ * it halves back.  Called with the pool lock held. */
 #define REFAULT_WINDOW_MS 1000
 #define CALM_MS 10000
 #define MAX_DELAY_FACTOR 16
@@ -142,8 +143,10 @@ static void note_refault(struct hk_heap *h)
 {
     uint64_t now = hk_clock_ms();
     if (now - h->last_purge < REFAULT_WINDOW_MS &&
-        h->purge_delay < hk_config.purge_delay_ms * MAX_DELAY_FACTOR)
+        h->purge_delay < hk_config.purge_delay_ms * MAX_DELAY_FACTOR) {
         h->purge_delay = h->purge_delay ? h->purge_delay * 2 : 1;
+        h->last_purge = 0; /* answered */
+    }
     h->last_refault = now;
 }
 
@@ -238,16 +241,33 @@ struct hk_page *hk_arena_page_alloc(struct hk_heap *h, unsigned cls)
     return pg;
 }
 
+/* Free pages a heap keeps in a region of its first arena when no purger
+ * runs (purge.c): idle_keep bytes, times the factor by which the heap's
+ * purge delay has grown (a heap that soon took purged memory back keeps
+ * more).  Called with the pool lock held. */
+static uint32_t owner_keep(const struct hk_heap *h, unsigned kind)
+{
+    uint64_t factor = hk_config.purge_delay_ms != 0 ? h->purge_delay / hk_config.purge_delay_ms : 1;
+    if (factor == 0)
+        factor = 1;
+    uint64_t bytes = hk_config.idle_keep;
+    if (bytes > (UINT64_MAX >> 1) / factor)
+        return UINT32_MAX;
+    uint64_t pages = (bytes * factor) >> hk_page_shift(kind);
+    return pages > UINT32_MAX ? UINT32_MAX : (uint32_t)pages;
+}
+
 /* Take back a page that holds no block; it keeps its memory for the purge
- * delay, in case the heap needs a page again soon. */
-void hk_arena_page_free(struct hk_page *pg)
+ * delay, in case the heap needs a page again soon.  True when its region
+ * now holds more free pages than an owner keeps. */
+bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
 {
     struct hk_arena *a = (struct hk_arena *)((uintptr_t)pg & ~(HK_ARENA_SIZE - 1));
     struct hk_region *r = &a->region[pg->kind];
     struct hk_heap *h = a->heap;
     pg->state = HK_PAGE_FREE;
     pg->block_size = 0;
-    pg->freed_at = hk_clock_ms();
+    pg->freed_at = now;
     pthread_mutex_lock(&h->pool_lock);
     a->pages_in_use--;
     pg->prev = NULL;
@@ -260,7 +280,9 @@ void hk_arena_page_free(struct hk_page *pg)
     r->ndirty++;
     if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
         atomic_store_explicit(&h->purge_at, pg->freed_at + h->purge_delay, memory_order_relaxed);
+    bool over_keep = r->ndirty > (a == h->arenas ? owner_keep(h, pg->kind) : 0);
     pthread_mutex_unlock(&h->pool_lock);
+    return over_keep;
 }
 
 static void sort_pages(struct hk_page **pages, size_t n)
@@ -397,10 +419,24 @@ void hk_release_all_memory(void)
  * exited threads goes back at once. */
 static const uint32_t keep_abandoned[HK_NKINDS] = {64, 8, 1};
 
+/* How many free pages a region of arena a keeps in a purge of `mode`: what
+ * an abandoned heap or an owner keeps is in the first arena, so that the
+ * others are free to go. */
+static uint32_t region_keep(const struct hk_heap *h, const struct hk_arena *a, unsigned kind,
+                            enum hk_purge_mode mode)
+{
+    if (mode == HK_PURGE_OWNER)
+        return a == h->arenas ? owner_keep(h, kind) : 0;
+    if (mode == HK_PURGE_ABANDONED)
+        return a == h->arenas ? keep_abandoned[kind] : 0;
+    return UINT32_MAX;
+}
+
 /* Purge heap h's free pages retired at least its purge delay ago, all of
- * them (`mode` HK_PURGE_ALL), or those beyond what an abandoned heap keeps
- * (HK_PURGE_ABANDONED); set when the next purge is due; return the bytes
- * purged.  `wait` false: give up at once if the owner holds the pool lock. */
+ * them (`mode` HK_PURGE_ALL), or also those beyond what an owner or an
+ * abandoned heap keeps (HK_PURGE_OWNER, HK_PURGE_ABANDONED); set when the
+ * next purge is due; return the bytes purged.  `wait` false: give up at
+ * once if the owner holds the pool lock. */
 size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
 {
     if (wait)
@@ -415,11 +451,7 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
     size_t purged = 0;
     for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
         for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
-            /* What an abandoned heap keeps is in its first arena: the
-             * others must be free to go. */
-            uint32_t keep = mode != HK_PURGE_ABANDONED ? UINT32_MAX
-                          : a == h->arenas ? keep_abandoned[kind] : 0;
-            purged += region_purge(h, a, kind, cutoff, keep);
+            purged += region_purge(h, a, kind, cutoff, region_keep(h, a, kind, mode));
             struct hk_page *oldest = a->region[kind].dirty_tail;
             uint64_t due = oldest != NULL ? oldest->freed_at + h->purge_delay : 0;
             if (due != 0 && (next == 0 || due < next))

@@ -14,18 +14,18 @@
 /* The profiles: a documented set of delays and cache bounds each. */
 static const struct hk_config profiles[] = {
     /* speed: keep free memory longer; purge only while the program runs */
-    {.profile = "speed", .purge_delay_ms = 5000, .purge_thread = false,
+    {.profile = "speed", .purge_delay_ms = 5000, .purge_thread = false, .idle_keep = SIZE_MAX,
      .huge_cache_bytes = (size_t)256 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 5000},
     /* balanced (the default) */
-    {.profile = "balanced", .purge_delay_ms = 250, .purge_thread = true,
+    {.profile = "balanced", .purge_delay_ms = 250, .purge_thread = true, .idle_keep = (size_t)4 << 20,
      .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250},
     /* lean: give memory back almost at once */
-    {.profile = "lean", .purge_delay_ms = 20, .purge_thread = true,
+    {.profile = "lean", .purge_delay_ms = 20, .purge_thread = true, .idle_keep = (size_t)1 << 20,
      .huge_cache_bytes = (size_t)8 << 20, .huge_cache_live_pct = 25, .huge_cache_ms = 20},
 };
 
 struct hk_config hk_config = {
-    .profile = "balanced", .purge_delay_ms = 250, .purge_thread = true,
+    .profile = "balanced", .purge_delay_ms = 250, .purge_thread = true, .idle_keep = (size_t)4 << 20,
     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250,
 };
 
@@ -78,6 +78,8 @@ void hk_config_load(void)
         hk_config.purge_delay_ms = x;
     if (parse_u64("HAKMEM_PURGE_THREAD", &x))
         hk_config.purge_thread = x != 0;
+    if (parse_u64("HAKMEM_IDLE_KEEP", &x))
+        hk_config.idle_keep = (size_t)x;
     if (parse_u64("HAKMEM_HUGE_CACHE", &x))
         hk_config.huge_cache_bytes = (size_t)x;
     if (parse_u64("HAKMEM_HUGE_CACHE_MS", &x))
@@ -90,10 +92,11 @@ void hk_config_print(void)
 {
     char buf[512];
     int n = snprintf(buf, sizeof buf,
-                     "hakmem %s: profile=%s purge_delay_ms=%llu purge_thread=%d "
+                     "hakmem %s: profile=%s purge_delay_ms=%llu purge_thread=%d idle_keep=%zu "
                      "huge_cache=%zu huge_cache_live_pct=%llu huge_cache_ms=%llu stats=%s\n",
                      HAKMEM_VERSION_STRING, hk_config.profile,
                      (unsigned long long)hk_config.purge_delay_ms, hk_config.purge_thread,
+                     hk_config.idle_keep,
                      hk_config.huge_cache_bytes, (unsigned long long)hk_config.huge_cache_live_pct,
                      (unsigned long long)hk_config.huge_cache_ms,
                      hk_config.stats == 0 ? "off" : hk_config.stats == 1 ? "table" : "json");

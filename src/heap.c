@@ -18,6 +18,14 @@ static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hk_heap *all_heaps;
 static struct hk_heap *abandoned_heaps;
 static pthread_key_t heap_key;
+/* Threads that have a heap and have not exited: whether the program has
+ * threads of its own, for the purger (purge.c). */
+static _Atomic uint32_t threads_live;
+
+uint32_t hk_heap_threads_live(void)
+{
+    return atomic_load_explicit(&threads_live, memory_order_relaxed);
+}
 
 static void tls_bind(struct hk_heap *h)
 {
@@ -69,6 +77,10 @@ struct hk_heap *hk_heap_attach(void)
     tls_bind(h);
     /* A non-NULL value makes pthread call heap_thread_exit at thread exit. */
     pthread_setspecific(heap_key, h);
+    /* The program has threads of its own from now on: it may have a
+     * purger (purge.c), and a malloc is a safe place to start one. */
+    if (atomic_fetch_add(&threads_live, 1) + 1 >= 2 && hk_config.purge_thread)
+        hk_purge_start();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
     return h;
@@ -106,7 +118,7 @@ static void release_current_pages(struct hk_heap *h)
             continue;
         h->current[cls] = NULL;
         if (pg->used == 0) {
-            hk_arena_page_free(pg);
+            hk_arena_page_free(pg, hk_clock_ms());
         } else if (pg->kind != HK_SMALL && pg->used == pg->capacity) {
             pg->state = HK_PAGE_FULL; /* a bitmap page counts exactly */
         } else {
@@ -138,17 +150,17 @@ static void heap_thread_exit(void *arg)
     /* Pages still in use (blocks other threads hold) are trimmed only by
      * their owner: what they touched beyond their blocks goes now. */
     hk_bitmap_trim_all(h);
-    /* An abandoned heap keeps a little warm memory for its next owner; with
-     * no purger thread, nobody would purge the rest before it is adopted
-     * again, so it all goes now. */
-    hk_heap_purge(h, hk_config.purge_thread ? HK_PURGE_ABANDONED : HK_PURGE_ALL, true);
+    /* An abandoned heap keeps a little warm memory for its next owner. */
+    hk_heap_purge(h, HK_PURGE_ABANDONED, true);
     pthread_mutex_lock(&heaps_lock);
     __atomic_store_n(&h->abandoned, true, __ATOMIC_RELAXED);
     h->next_abandoned = abandoned_heaps;
     abandoned_heaps = h;
     pthread_mutex_unlock(&heaps_lock);
-    if (hk_config.purge_thread && atomic_load(&h->purge_at) != 0)
-        hk_purge_start();
+    /* The program may be down to one thread now: then no purger may run
+     * (purge.c), and the owners keep what they keep idle. */
+    if (atomic_fetch_sub(&threads_live, 1) - 1 < 2)
+        hk_purge_stop();
 }
 
 void hk_heap_drain_delayed(struct hk_heap *h)
@@ -204,6 +216,18 @@ struct hk_heap *hk_heaps_first(void)
     return first;
 }
 
+/* No purger runs from now on: every heap keeps no more than its owner
+ * keeps idle; abandoned heaps keep what they keep for their next owner. */
+void hk_heaps_settle(void)
+{
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next) {
+        bool abandoned = __atomic_load_n(&h->abandoned, __ATOMIC_RELAXED);
+        if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) != 0)
+            hk_heap_purge(h, abandoned ? HK_PURGE_ABANDONED : HK_PURGE_OWNER, true);
+    }
+    hk_huge_cache_shrink();
+}
+
 bool hk_heaps_purge_all(void)
 {
     bool pending = false;
@@ -224,6 +248,7 @@ bool hk_heaps_purge_all(void)
  * delayed lists and stay there). */
 static void fork_prepare(void)
 {
+    hk_purge_fork_lock(); /* first: a thread stopping the purger holds it */
     pthread_mutex_lock(&heaps_lock);
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_lock(&h->pool_lock);
@@ -236,6 +261,7 @@ static void fork_parent(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_unlock(&h->pool_lock);
     pthread_mutex_unlock(&heaps_lock);
+    hk_purge_fork_parent();
 }
 
 static void fork_child(void)
@@ -244,6 +270,7 @@ static void fork_child(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_init(&h->pool_lock, NULL);
     pthread_mutex_init(&heaps_lock, NULL);
+    atomic_store(&threads_live, hk_tls.heap != NULL ? 1 : 0);
     hk_purge_fork_child();
 }
 

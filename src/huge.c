@@ -161,7 +161,7 @@ bool hk_huge_free(void *p)
     if (!found)
         return false;
     hk_huge_cache_put(addr, size);
-    hk_purge_schedule(NULL, 0);
+    hk_purge_schedule(NULL, 0, false);
     return true;
 }
 

@@ -26,6 +26,16 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct range cache[SLOTS];
 static size_t cache_bytes;
 
+/* Without a purger nothing empties the cache while the program idles
+ * (purge.c), so its fixed part is smaller: it starts at idle_keep and
+ * doubles, up to huge_cache_bytes, when a huge allocation misses soon after
+ * the cache gave up a range for room (the program's huge demand breathes);
+ * ten calm seconds halve it back.  Guarded by cache_lock. */
+#define REFAULT_WINDOW_MS 1000
+#define CALM_MS 10000
+static size_t owner_keep;
+static uint64_t last_eviction, last_growth;
+
 /* Ranges to unmap once the lock is released. */
 struct victims {
     size_t n;
@@ -39,10 +49,15 @@ static void drop(struct range *c, struct victims *v)
     c->addr = 0;
 }
 
-static void unmap_victims(const struct victims *v)
+/* Returns the bytes unmapped. */
+static size_t unmap_victims(const struct victims *v)
 {
-    for (size_t i = 0; i < v->n; i++)
+    size_t bytes = 0;
+    for (size_t i = 0; i < v->n; i++) {
         hk_os_unmap((void *)v->r[i].addr, v->r[i].size);
+        bytes += v->r[i].size;
+    }
+    return bytes;
 }
 
 static void expire(uint64_t now, bool all, struct victims *v)
@@ -50,6 +65,35 @@ static void expire(uint64_t now, bool all, struct victims *v)
     for (int i = 0; i < SLOTS; i++)
         if (cache[i].addr != 0 && (all || cache[i].freed_at + hk_config.huge_cache_ms <= now))
             drop(&cache[i], v);
+}
+
+static size_t fixed_part(void)
+{
+    if (hk_purger_running())
+        return hk_config.huge_cache_bytes;
+    size_t keep = owner_keep > hk_config.idle_keep ? owner_keep : hk_config.idle_keep;
+    return keep < hk_config.huge_cache_bytes ? keep : hk_config.huge_cache_bytes;
+}
+
+static size_t bound(void)
+{
+    uint64_t live = atomic_load_explicit(&hk_os_stats.huge_live_bytes, memory_order_relaxed);
+    return fixed_part() + live / 100 * hk_config.huge_cache_live_pct;
+}
+
+/* A huge allocation found nothing that fits: if the cache had to give up a
+ * range shortly before, the owner's fixed part was too small. */
+static void note_miss(uint64_t now)
+{
+    if (now - last_eviction < REFAULT_WINDOW_MS) {
+        size_t keep = owner_keep > hk_config.idle_keep ? owner_keep : hk_config.idle_keep;
+        owner_keep = keep <= hk_config.huge_cache_bytes / 2 ? keep * 2 : hk_config.huge_cache_bytes;
+        last_growth = now;
+        last_eviction = 0;
+    } else if (now - last_growth > CALM_MS && owner_keep > hk_config.idle_keep) {
+        owner_keep /= 2;
+        last_growth = now;
+    }
 }
 
 /* A cached range for a block of *len bytes starting at a multiple of align,
@@ -61,8 +105,9 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have)
 {
     struct victims v = {0};
     uintptr_t addr = 0;
+    uint64_t now = hk_clock_ms();
     pthread_mutex_lock(&cache_lock);
-    expire(hk_clock_ms(), false, &v);
+    expire(now, false, &v);
     struct range *best = NULL, *largest = NULL;
     for (int i = 0; i < SLOTS; i++) {
         struct range *c = &cache[i];
@@ -91,6 +136,8 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have)
         cache_bytes -= largest->size;
         largest->addr = 0;
     }
+    if (best == NULL)
+        note_miss(now);
     pthread_mutex_unlock(&cache_lock);
     unmap_victims(&v);
     if (addr != 0)
@@ -98,19 +145,30 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have)
     return addr;
 }
 
-static size_t bound(void)
+static struct range *oldest_range(void)
 {
-    uint64_t live = atomic_load_explicit(&hk_os_stats.huge_live_bytes, memory_order_relaxed);
-    return hk_config.huge_cache_bytes + live / 100 * hk_config.huge_cache_live_pct;
+    struct range *oldest = NULL;
+    for (int i = 0; i < SLOTS; i++)
+        if (cache[i].addr != 0 && (oldest == NULL || cache[i].freed_at < oldest->freed_at))
+            oldest = &cache[i];
+    return oldest;
+}
+
+static struct range *unused_slot(void)
+{
+    for (int i = 0; i < SLOTS; i++)
+        if (cache[i].addr == 0)
+            return &cache[i];
+    return NULL;
 }
 
 /* Keep the freed range [addr, addr + len) or, over the bound, unmap it. */
 void hk_huge_cache_put(uintptr_t addr, size_t len)
 {
     struct victims v = {0};
-    size_t limit = bound();
     uint64_t now = hk_clock_ms();
     pthread_mutex_lock(&cache_lock);
+    size_t limit = bound();
     expire(now, false, &v);
     /* Merge with cached neighbours: one range, one later unmap. */
     for (int i = 0; i < SLOTS; i++) {
@@ -124,24 +182,15 @@ void hk_huge_cache_put(uintptr_t addr, size_t len)
     }
     if (len > limit) {
         v.r[v.n++] = (struct range){addr, len, now};
+        last_eviction = now;
     } else {
         /* Make room: the oldest ranges go first. */
-        for (;;) {
-            struct range *oldest = NULL, *free_slot = NULL;
-            for (int i = 0; i < SLOTS; i++) {
-                struct range *c = &cache[i];
-                if (c->addr == 0)
-                    free_slot = c;
-                else if (oldest == NULL || c->freed_at < oldest->freed_at)
-                    oldest = c;
-            }
-            if (free_slot != NULL && cache_bytes + len <= limit) {
-                *free_slot = (struct range){addr, len, now};
-                cache_bytes += len;
-                break;
-            }
-            drop(oldest, &v);
+        while (cache_bytes + len > limit || unused_slot() == NULL) {
+            drop(oldest_range(), &v);
+            last_eviction = now;
         }
+        *unused_slot() = (struct range){addr, len, now};
+        cache_bytes += len;
     }
     pthread_mutex_unlock(&cache_lock);
     unmap_victims(&v);
@@ -153,12 +202,22 @@ size_t hk_huge_cache_purge(bool all)
     pthread_mutex_lock(&cache_lock);
     expire(hk_clock_ms(), all, &v);
     pthread_mutex_unlock(&cache_lock);
-    unmap_victims(&v);
-    size_t bytes = 0;
-    for (size_t i = 0; i < v.n; i++)
-        bytes += v.r[i].size;
+    size_t bytes = unmap_victims(&v);
     hk_stat_add(&hk_os_stats.purged_bytes, bytes);
     return bytes;
+}
+
+/* The bound shrinks when the purger stops (purge.c): the oldest ranges go
+ * until the cache is within it again. */
+void hk_huge_cache_shrink(void)
+{
+    struct victims v = {0};
+    pthread_mutex_lock(&cache_lock);
+    size_t limit = bound();
+    while (cache_bytes > limit)
+        drop(oldest_range(), &v);
+    pthread_mutex_unlock(&cache_lock);
+    hk_stat_add(&hk_os_stats.purged_bytes, unmap_victims(&v));
 }
 
 bool hk_huge_cache_pending(void)

@@ -236,9 +236,10 @@ extern _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 #define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
 struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned cls);
-void hk_arena_page_free(struct hk_page *pg);
+bool hk_arena_page_free(struct hk_page *pg, uint64_t now); /* true: over the owner's keep */
 enum hk_purge_mode {
     HK_PURGE_DUE,       /* what waited the heap's purge delay */
+    HK_PURGE_OWNER,     /* that, and what an owner does not keep (no purger runs) */
     HK_PURGE_ABANDONED, /* that, and what an abandoned heap does not keep */
     HK_PURGE_ALL,
 };
@@ -335,13 +336,15 @@ void hk_heaps_collect_all(void);
 void hk_heap_init_once(void);
 void hk_heap_watch_exit(void); /* run the thread-exit hook for this thread */
 bool hk_heaps_purge_all(void); /* true while free pages wait */
+void hk_heaps_settle(void);    /* no purger runs from now on */
+uint32_t hk_heap_threads_live(void);
 struct hk_heap *hk_heaps_first(void); /* the list of every heap, via ->next */
 void hk_heaps_lock_pools(void);
 void hk_heaps_unlock_pools(void);
 
 /* ---- purging (purge.c) --------------------------------------------------- */
 
-void hk_purge_schedule(struct hk_heap *h, uint64_t now);
+void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
 extern _Atomic bool hk_purger_wanted; /* a free wanted the purger started */
 void hk_purge_poll(void);
 static inline bool hk_purge_wanted(void)
@@ -349,6 +352,10 @@ static inline bool hk_purge_wanted(void)
     return atomic_load_explicit(&hk_purger_wanted, memory_order_relaxed);
 }
 void hk_purge_start(void); /* only where starting a thread is safe */
+void hk_purge_stop(void);  /* the program is down to one thread */
+bool hk_purger_running(void);
+void hk_purge_fork_lock(void);
+void hk_purge_fork_parent(void);
 void hk_purge_fork_child(void);
 
 /* ---- pages (page.c) ------------------------------------------------------ */
@@ -447,6 +454,7 @@ void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
 uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have);
 void hk_huge_cache_put(uintptr_t addr, size_t len);
 size_t hk_huge_cache_purge(bool all);
+void hk_huge_cache_shrink(void); /* to its bound, which may have shrunk */
 bool hk_huge_cache_pending(void);
 void hk_huge_cache_lock(void);
 void hk_huge_cache_unlock(void);
@@ -474,6 +482,7 @@ struct hk_config {
     const char *profile;       /* speed, balanced or lean */
     uint64_t purge_delay_ms;   /* free pages keep their memory this long */
     bool purge_thread;         /* a background thread purges (else the owner) */
+    size_t idle_keep;          /* free bytes per region an owner keeps (purge.c) */
     size_t huge_cache_bytes;   /* bound on cached huge mappings, plus: */
     uint64_t huge_cache_live_pct; /* this share of the bytes in live huge blocks */
     uint64_t huge_cache_ms;    /* how long a cached mapping may wait */

@@ -275,11 +275,16 @@ void hk_page_event(void *block)
  * so that its memory goes back if the thread now idles; but when the class
  * takes it straight back, it is kept from then on (keep_empty), or a class
  * that takes and gives back one block would retire a page every time (a
- * malloc/free pair of 100 KiB: 55 ns instead of 13).  A page of an arena
- * other than the heap's first always goes: it would keep that arena mapped. */
+ * malloc/free pair of 100 KiB: 55 ns instead of 13).  Only while it
+ * holds little memory, though (no more than idle_keep): a kept page is
+ * never purged, so a program that idles after filling and emptying it
+ * would keep all it touched.  A page of an arena other than the heap's
+ * first always goes: it would keep that arena mapped. */
 void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg)
 {
-    if (!pg->keep_empty || !hk_in_first_arena(h, pg)) {
+    size_t touched = pg->kind == HK_SMALL ? (size_t)1 << HK_SMALL_PAGE_SHIFT
+                                          : (size_t)pg->touched * pg->block_size;
+    if (!pg->keep_empty || !hk_in_first_arena(h, pg) || touched > hk_config.idle_keep) {
         h->current[pg->cls] = NULL;
         h->retired_current[pg->cls] = pg;
         hk_page_retire(pg);
@@ -289,6 +294,7 @@ void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg)
 void hk_page_retire(struct hk_page *pg)
 {
     struct hk_heap *h = pg->heap;
-    hk_arena_page_free(pg);
-    hk_purge_schedule(h, pg->freed_at);
+    uint64_t now = hk_clock_ms();
+    bool over_keep = hk_arena_page_free(pg, now);
+    hk_purge_schedule(h, now, over_keep);
 }

@@ -1,15 +1,26 @@
 /*
- * Giving memory back.  A page that holds no block keeps its memory for the
- * purge delay (the program may want a page again soon), then the memory goes
- * back to the OS.  Who purges depends on the profile: a background thread,
- * so that an idle program shrinks too; or, without it, the owning thread
- * itself, the next time it retires a page.
+ * Giving memory back, and who does it.  A page that holds no block keeps its
+ * memory for the purge delay (the program may want a page again soon), then
+ * the memory goes back to the OS.
  *
- * The purger is started when something first waits to be purged.  When
- * nothing is left it sleeps on a futex, and the next retirement wakes it
- * (one system call per idle-to-busy turn): it cannot simply exit, because a
- * free must not start a thread (see hk_purge_start), and a program that
- * frees and then idles would keep its memory.
+ * No program may be able to tell that hakmem runs a thread: a
+ * single-threaded program must stay single-threaded (unshare and setns
+ * require it, a seccomp filter may kill the process on clone), and a
+ * process must end when its own last thread ends.  So the background
+ * purger runs only while the program has threads of its own, at least two
+ * live threads with a heap (hk_heap_threads_live): it is started when the
+ * second one gets its heap, or later from a malloc's slow path, and when
+ * the program drops back to one thread, the thread whose exit made it so
+ * stops it and waits for its end, so that the program never sees it again.
+ * Between, it sleeps while nothing waits to be purged.  A program that
+ * starts and joins one thread after another starts at most one purger a
+ * second (RESTART_MS).
+ *
+ * Without a purger (one thread, or HAKMEM_PURGE_THREAD=0), each heap's owner
+ * purges on its own slow paths: what waited the delay, and at once what the
+ * heap holds beyond `idle_keep` bytes of free pages per region; the huge
+ * cache keeps at most idle_keep bytes beyond its share of the live huge
+ * blocks.  A program that frees and then idles keeps no more than that.
  */
 #include <linux/futex.h>
 #include <pthread.h>
@@ -20,18 +31,33 @@
 
 #include "internal.h"
 
-/* glibc's flag (<sys/single_threaded.h>), weak for C libraries without it. */
-extern char __libc_single_threaded __attribute__((weak));
+/* A purger is not started again sooner than this after one was stopped. */
+#define RESTART_MS 1000
 
-enum { PURGER_NONE, PURGER_BUSY, PURGER_IDLE };
+enum { PURGER_NONE, PURGER_BUSY, PURGER_IDLE, PURGER_STOP };
 static _Atomic int purger_state;
 _Atomic bool hk_purger_wanted; /* a free wanted the purger; malloc starts it */
 
-static void sleep_ms(uint64_t ms)
+/* Start, stop and the thread handle; never taken by the purger itself. */
+static pthread_mutex_t purger_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t purger_thread;
+static bool purger_joinable; /* purger_thread has not been joined yet */
+static uint64_t restart_at;  /* no start before (after a stop or a failed start) */
+/* This thread is starting the purger: pthread_create allocates, and the
+ * allocation must not come back to start it again. */
+static __thread bool starting;
+
+/* Sleep while the purger's state is `state`, at most ms milliseconds (0:
+ * no limit). */
+static void wait_in(int state, uint64_t ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
+    syscall(SYS_futex, &purger_state, FUTEX_WAIT_PRIVATE, state, ms != 0 ? &ts : NULL, NULL, 0);
+}
+
+static void wake_purger(void)
+{
+    syscall(SYS_futex, &purger_state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* One pass over every heap and the huge cache; true while memory waits. */
@@ -49,79 +75,140 @@ static void *purger_main(void *arg)
     if (interval < 10)
         interval = 10;
     for (;;) {
-        sleep_ms(interval);
+        wait_in(PURGER_BUSY, interval);
+        if (atomic_load(&purger_state) == PURGER_STOP)
+            return NULL;
         if (purge_pass())
             continue;
         /* Nothing waits: go idle, unless a page was retired meanwhile (its
          * retirer saw this thread busy and counts on it). */
-        atomic_store(&purger_state, PURGER_IDLE);
+        int state = PURGER_BUSY;
+        if (!atomic_compare_exchange_strong(&purger_state, &state, PURGER_IDLE))
+            return NULL; /* stopped */
         if (purge_pass()) {
-            atomic_store(&purger_state, PURGER_BUSY);
+            state = PURGER_IDLE;
+            atomic_compare_exchange_strong(&purger_state, &state, PURGER_BUSY);
             continue;
         }
         while (atomic_load(&purger_state) == PURGER_IDLE)
-            syscall(SYS_futex, &purger_state, FUTEX_WAIT_PRIVATE, PURGER_IDLE, NULL, NULL, 0);
+            wait_in(PURGER_IDLE, 0);
     }
-    return NULL;
+}
+
+static bool purger_allowed(void)
+{
+    return hk_config.purge_thread && hk_heap_threads_live() >= 2;
 }
 
 /* Starting a thread is not safe everywhere: glibc frees a dead thread's
  * TLS while holding the lock pthread_create needs, so a free must not start
- * one.  Callers: malloc's slow paths (hk_purge_poll), thread exit, and frees
- * of a program that has never had a second thread. */
+ * one.  Callers: malloc's slow paths (hk_purge_poll, a thread's first
+ * malloc). */
 HK_COLD void hk_purge_start(void)
 {
     atomic_store_explicit(&hk_purger_wanted, false, memory_order_relaxed);
-    int none = PURGER_NONE;
-    if (!atomic_compare_exchange_strong(&purger_state, &none, PURGER_BUSY))
+    if (!purger_allowed() || starting || atomic_load(&purger_state) != PURGER_NONE)
         return;
-    /* The purger takes no signal meant for the program's own threads. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 64 * 1024);
-    pthread_t thread;
-    if (pthread_create(&thread, &attr, purger_main, NULL) != 0)
+    starting = true;
+    pthread_mutex_lock(&purger_lock);
+    /* Again under the lock: a thread whose exit leaves one thread stops the
+     * purger under it, after its count went down. */
+    uint64_t now = hk_clock_ms();
+    if (purger_allowed() && atomic_load(&purger_state) == PURGER_NONE && now >= restart_at) {
+        /* Busy first: a free meanwhile must not ask for a purger again. */
+        atomic_store(&purger_state, PURGER_BUSY);
+        atomic_store_explicit(&hk_purger_wanted, false, memory_order_relaxed);
+        /* The purger takes no signal meant for the program's own threads. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 64 * 1024);
+        if (pthread_create(&purger_thread, &attr, purger_main, NULL) == 0) {
+            purger_joinable = true;
+        } else {
+            atomic_store(&purger_state, PURGER_NONE);
+            restart_at = now + RESTART_MS;
+        }
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    pthread_mutex_unlock(&purger_lock);
+    starting = false;
+}
+
+/* The program is down to one thread of its own (the caller, which is
+ * exiting, or the one left): the purger ends before the caller goes on,
+ * and from now on the owners purge, keeping no more than they would idle. */
+void hk_purge_stop(void)
+{
+    pthread_mutex_lock(&purger_lock);
+    if (purger_joinable) {
+        atomic_store(&purger_state, PURGER_STOP);
+        wake_purger();
+        pthread_join(purger_thread, NULL);
+        purger_joinable = false;
         atomic_store(&purger_state, PURGER_NONE);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+        restart_at = hk_clock_ms() + RESTART_MS;
+    }
+    pthread_mutex_unlock(&purger_lock);
+    hk_heaps_settle();
+}
+
+/* Whether a purger runs now (and will purge what waits). */
+bool hk_purger_running(void)
+{
+    int state = atomic_load_explicit(&purger_state, memory_order_relaxed);
+    return state == PURGER_BUSY || state == PURGER_IDLE;
 }
 
 /* A free just set memory aside for purging: a page of h (called by h's
- * owner, holding no lock), or a huge mapping when h is NULL. */
-void hk_purge_schedule(struct hk_heap *h, uint64_t now)
+ * owner, holding no lock; `over_keep`: h holds more free pages than an
+ * owner keeps), or a huge mapping when h is NULL. */
+void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep)
 {
-    if (hk_config.purge_thread) {
-        int state = atomic_load_explicit(&purger_state, memory_order_relaxed);
-        if (state == PURGER_BUSY)
-            return;
-        if (state == PURGER_IDLE) {
-            if (atomic_compare_exchange_strong(&purger_state, &state, PURGER_BUSY))
-                syscall(SYS_futex, &purger_state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-        } else if (&__libc_single_threaded != NULL && __libc_single_threaded) {
-            hk_purge_start();
-        } else {
-            atomic_store_explicit(&hk_purger_wanted, true, memory_order_relaxed);
-        }
-    } else if (h != NULL && now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)) {
-        hk_heap_purge(h, HK_PURGE_DUE, true);
+    int state = atomic_load_explicit(&purger_state, memory_order_relaxed);
+    if (state == PURGER_BUSY)
+        return;
+    if (state == PURGER_IDLE && atomic_compare_exchange_strong(&purger_state, &state, PURGER_BUSY)) {
+        wake_purger();
+        return;
     }
+    if (state == PURGER_BUSY)
+        return; /* the compare-exchange lost to another waker */
+    /* No purger runs: the owner purges, and malloc starts a purger if the
+     * program has threads of its own. */
+    if (purger_allowed())
+        atomic_store_explicit(&hk_purger_wanted, true, memory_order_relaxed);
+    if (h != NULL &&
+        (over_keep || now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)))
+        hk_heap_purge(h, HK_PURGE_OWNER, true);
 }
 
-/* From malloc's slow paths and thread exit, where starting a thread is safe. */
+/* From malloc's slow paths, where starting a thread is safe. */
 void hk_purge_poll(void)
 {
     if (HK_UNLIKELY(atomic_load_explicit(&hk_purger_wanted, memory_order_relaxed)))
         hk_purge_start();
 }
 
+void hk_purge_fork_lock(void)
+{
+    pthread_mutex_lock(&purger_lock);
+}
+
+void hk_purge_fork_parent(void)
+{
+    pthread_mutex_unlock(&purger_lock);
+}
+
+/* The purger did not survive the fork: the child has none until it has
+ * threads of its own and memory waits. */
 void hk_purge_fork_child(void)
 {
-    /* The purger did not survive the fork; the child's next malloc slow path
-     * starts one if it was there. */
-    int was = atomic_exchange(&purger_state, PURGER_NONE);
-    atomic_store(&hk_purger_wanted, was != PURGER_NONE);
+    pthread_mutex_init(&purger_lock, NULL);
+    purger_joinable = false;
+    atomic_store(&purger_state, PURGER_NONE);
+    atomic_store(&hk_purger_wanted, false);
 }

@@ -135,11 +135,15 @@ else
 	for cfg in HAKMEM_PROFILE=lean HAKMEM_PROFILE=speed \
 		"HAKMEM_PURGE_DELAY_MS=0 HAKMEM_HUGE_CACHE=0"; do
 		for p in api/calloc api/realloc api/trim api/free_errno api/huge_blocks \
-			threads/stress threads/churn \
-			threads/thread_exit threads/fork; do
+			threads/stress threads/churn threads/thread_exit threads/fork \
+			threads/process_end threads/single_threaded; do
 			run "config/$p [$cfg]" env $cfg LD_PRELOAD="$LIB" "$B/plain/$p"
 		done
 	done
+	# Idle release under the other profile that promises it.
+	run "config/api/idle_release [HAKMEM_PROFILE=lean]" \
+		env HAKMEM_PROFILE=lean LD_PRELOAD="$LIB" "$B/plain/api/idle_release"
+
 
 	# 3. The allocator's own code under sanitizers (hak_* names only).
 	asan=(env TEST_ALLOCATOR=hak_names TEST_SCALE=50 TEST_NO_RSS=1

@@ -51,6 +51,24 @@ int run_in_child(void (*fn)(void *), void *arg, unsigned timeout_s,
 	return 0;
 }
 
+bool wait_child_ms(int pid, unsigned timeout_ms, int *status)
+{
+	for (unsigned waited = 0;; waited += 5) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return true;
+		if (r < 0)
+			return false;
+		if (waited >= timeout_ms)
+			break;
+		usleep(5000);
+	}
+	kill(pid, SIGKILL);
+	while (waitpid(pid, status, 0) < 0)
+		;
+	return false;
+}
+
 const char *describe_status(int status, char *buf, size_t len)
 {
 	if (WIFEXITED(status))

@@ -4,6 +4,7 @@
 #ifndef TESTS_CHILD_H
 #define TESTS_CHILD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct child_result {
@@ -23,6 +24,11 @@ int run_in_child(void (*fn)(void *), void *arg, unsigned timeout_s,
  * limited to `limit` bytes (RLIMIT_AS, set before exec so that the
  * allocator starts under it), and checks that it exits with status 0. */
 void check_limited_rerun(const char *argv0, size_t limit);
+
+/* Waits up to timeout_ms for child pid to end and stores its status.  A
+ * child still there then is killed with SIGKILL (the one signal it cannot
+ * block or leave pending) and reaped: returns false, the child hung. */
+bool wait_child_ms(int pid, unsigned timeout_ms, int *status);
 
 /* "exited 3", "killed by SIGABRT", ...: for failure messages. */
 const char *describe_status(int status, char *buf, size_t len);
