@@ -6,6 +6,7 @@
  * pool lock, which only the owner's slow paths and the purger take; other
  * threads read only what hk_page_of needs (hwm, atomically).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -22,12 +23,14 @@ static const uint32_t region_pages[HK_NKINDS] = {
     (1u << 30) >> HK_MEDIUM_PAGE_SHIFT,
     (1u << 30) >> HK_LARGE_PAGE_SHIFT,
 };
-/* A compact arena reserves only the start of each region: 64, 16, 64 MiB
- * (16 large pages, for large pages serve most classes). */
+
+/* A compact arena (below) has smaller regions, 256 MiB each, so that its
+ * header with the heap and the region maps fits in one OS page: under an
+ * address-space limit every thread's heap costs that page. */
 static const uint32_t compact_region_pages[HK_NKINDS] = {
-    (64u << 20) >> HK_SMALL_PAGE_SHIFT,
-    (16u << 20) >> HK_MEDIUM_PAGE_SHIFT,
-    (64u << 20) >> HK_LARGE_PAGE_SHIFT,
+    (256u << 20) >> HK_SMALL_PAGE_SHIFT,
+    (256u << 20) >> HK_MEDIUM_PAGE_SHIFT,
+    (256u << 20) >> HK_LARGE_PAGE_SHIFT,
 };
 
 static uintptr_t page_addr(const struct hk_arena *a, unsigned kind, uint32_t index)
@@ -40,82 +43,239 @@ static uint32_t map_words(uint32_t npages)
     return (npages + 63) / 64;
 }
 
-/* When the address space is limited (RLIMIT_AS) below what a whole arena
- * takes, reserve a compact one: the same layout in a free 4 GiB slot, but
- * only the start of each region.  Slots are probed downwards from where the
- * kernel places mappings now. */
-static char *reserve_compact(void)
+/* When the address space is limited (RLIMIT_AS, ulimit -v) so that a whole
+ * arena cannot be reserved, the arena is compact: the same layout in a
+ * free 4 GiB slot, with only what is in use mapped (reserved address space
+ * counts against the limit even untouched): the header, and each region's
+ * pages below its high-water mark, mapped one page at a time as the mark
+ * rises and unmapped as it falls back (region_shrink).  Slots are taken
+ * 1 TiB below where the kernel places mappings now, so that the kernel,
+ * which places them downwards from there, does not fill the rest of the
+ * slot before the arena grows into it; a region that meets a mapping of
+ * someone else's stops growing there. */
+#define COMPACT_GAP_SLOTS 256 /* 1 TiB */
+
+static char *compact_slot(size_t header_bytes)
 {
     char *probe = hk_os_map(HK_OS_PAGE);
     if (probe == NULL)
         return NULL;
     hk_os_unmap(probe, HK_OS_PAGE);
     uintptr_t slot = (uintptr_t)probe >> HK_ARENA_SHIFT;
-    for (unsigned tries = 0; tries < 64 && slot > 1; tries++, slot--) {
+    slot = slot > 2 * COMPACT_GAP_SLOTS ? slot - COMPACT_GAP_SLOTS : slot - 1;
+    /* Slots of hakmem's own arenas are skipped without a system call. */
+    for (unsigned tries = 0; tries < 64 && slot > 1; slot--) {
+        if (atomic_load_explicit(&hk_arena_table[slot], memory_order_relaxed) != NULL)
+            continue;
         char *base = (char *)(slot << HK_ARENA_SHIFT);
-        unsigned k = 0;
-        for (; k < HK_NKINDS; k++) {
-            size_t len = (size_t)compact_region_pages[k] << hk_page_shift(k);
-            if (!hk_os_reserve_at(base + hk_region_offset(k), len))
-                break;
-        }
-        if (k == HK_NKINDS)
+        if (hk_os_map_at(base, header_bytes))
             return base;
-        while (k-- > 0)
-            hk_os_unmap(base + hk_region_offset(k), (size_t)compact_region_pages[k] << hk_page_shift(k));
+        tries++;
     }
     return NULL;
+}
+
+/* Bytes of page 0 that hold the arena header, `extra` bytes for the caller
+ * and the region maps. */
+static size_t header_size(size_t extra, const uint32_t *npages)
+{
+    size_t bytes = sizeof(struct hk_arena) + ((extra + 63) & ~(size_t)63);
+    for (unsigned k = 0; k < HK_NKINDS; k++)
+        bytes += map_words(npages[k]) * sizeof(uint64_t);
+    return (bytes + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
 }
 
 /* Reserve a new arena for heap.  Its page 0 holds the arena header, the
  * region maps, and `extra` bytes for the caller (the heap itself). */
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
 {
+    size_t header_bytes = header_size(extra, compact_region_pages);
+    if (header_size(extra, region_pages) > ((size_t)1 << HK_SMALL_PAGE_SHIFT))
+        hk_fatal("arena header does not fit in page 0");
     bool compact = false;
-    char *base = hk_os_reserve_aligned(HK_ARENA_SIZE, HK_ARENA_SIZE);
+    uint64_t reserved = HK_ARENA_SIZE, committed = COMMIT_CHUNK;
+    /* Under strict overcommit accounting every committed byte is charged:
+     * there, too, only what is in use is mapped. */
+    char *base = hk_os_strict_overcommit() ? NULL
+                                           : hk_os_reserve_aligned(HK_ARENA_SIZE, HK_ARENA_SIZE);
+    if (base != NULL && !hk_os_commit(base, COMMIT_CHUNK)) {
+        hk_os_unmap(base, HK_ARENA_SIZE);
+        base = NULL;
+    }
     if (base == NULL) {
-        base = reserve_compact();
+        base = compact_slot(header_bytes);
         compact = true;
+        reserved = committed = header_bytes;
     }
     if (base == NULL)
         return NULL;
     uintptr_t slot = (uintptr_t)base >> HK_ARENA_SHIFT;
-    if (slot >= HK_ARENA_TABLE_SIZE || !hk_os_commit(base, COMMIT_CHUNK)) {
-        for (unsigned k = 0; k < HK_NKINDS; k++) {
-            uint32_t pages = compact ? compact_region_pages[k] : region_pages[k];
-            hk_os_unmap(base + hk_region_offset(k), (size_t)pages << hk_page_shift(k));
-        }
+    if (slot >= HK_ARENA_TABLE_SIZE) {
+        hk_os_unmap(base, compact ? header_bytes : HK_ARENA_SIZE);
         return NULL;
     }
-    hk_stat_add(&hk_os_stats.committed_bytes, COMMIT_CHUNK);
+    hk_stat_add(&hk_os_stats.reserved_bytes, reserved);
+    hk_stat_add(&hk_os_stats.committed_bytes, committed);
     struct hk_arena *a = (struct hk_arena *)base;
     a->heap = heap;
     a->base = (uintptr_t)base;
     a->compact = compact;
+    a->header_bytes = (uint32_t)header_bytes;
     uint64_t *maps = (uint64_t *)(base + sizeof(*a) + ((extra + 63) & ~(size_t)63));
     for (unsigned k = 0; k < HK_NKINDS; k++) {
         struct hk_region *r = &a->region[k];
         r->npages = compact ? compact_region_pages[k] : region_pages[k];
-        hk_stat_add(&hk_os_stats.reserved_bytes, (uint64_t)r->npages << hk_page_shift(k));
         r->first = k == HK_SMALL ? 1 : 0; /* small page 0 is this header */
         atomic_init(&r->hwm, r->first);
-        r->committed = k == HK_SMALL ? (uint32_t)(COMMIT_CHUNK >> HK_SMALL_PAGE_SHIFT) : 0;
+        r->committed = k == HK_SMALL && !compact ? (uint32_t)(COMMIT_CHUNK >> HK_SMALL_PAGE_SHIFT) : 0;
         r->cleanmap = maps;
         maps += map_words(r->npages);
     }
-    if ((char *)maps > base + ((uintptr_t)1 << HK_SMALL_PAGE_SHIFT))
-        hk_fatal("arena header does not fit in page 0");
     hk_stat_add(&hk_os_stats.arenas, 1);
     atomic_store_explicit(&hk_arena_table[slot], a, memory_order_release);
     return a;
 }
 
+/* Map [addr, addr + size) of compact arena a, where nothing may be yet. */
+static bool compact_map(struct hk_arena *a, void *addr, size_t size)
+{
+    if (!hk_os_map_at(addr, size))
+        return false;
+    atomic_fetch_add_explicit(&a->mapped_bytes, size, memory_order_relaxed);
+    hk_stat_add(&hk_os_stats.reserved_bytes, size);
+    hk_stat_add(&hk_os_stats.committed_bytes, size);
+    return true;
+}
+
+/* Unmap [addr, addr + len) of compact arena a, of which `size` bytes are
+ * mapped (the rest are holes). */
+static void compact_unmap(struct hk_arena *a, void *addr, size_t len, size_t size)
+{
+    hk_os_unmap(addr, len);
+    atomic_fetch_sub_explicit(&a->mapped_bytes, size, memory_order_relaxed);
+    hk_stat_add(&hk_os_stats.reserved_bytes, -(uint64_t)size);
+    hk_stat_add(&hk_os_stats.committed_bytes, -(uint64_t)size);
+}
+
+static struct hk_arena *arena_of_page(const struct hk_page *pg)
+{
+    return (struct hk_arena *)((uintptr_t)pg & ~(HK_ARENA_SIZE - 1));
+}
+
+/* A page of a compact arena maps its blocks as they are needed, so that a
+ * class with few blocks out costs little address space: its header's OS
+ * page (the first of a small page, the last of the others) is always
+ * mapped, and the page is mapped from its base up to pg->mapped bytes
+ * (for a small page, at least its header's OS page). */
+static size_t page_bytes(unsigned kind)
+{
+    return (size_t)1 << hk_page_shift(kind);
+}
+
+static char *header_os_page(char *base, unsigned kind)
+{
+    return kind == HK_SMALL ? base : base + page_bytes(kind) - HK_OS_PAGE;
+}
+
+/* How far from the base pg is mapped, and how far it can be. */
+static size_t mapped_end(const struct hk_page *pg, unsigned kind)
+{
+    return kind == HK_SMALL && pg->mapped < HK_OS_PAGE ? HK_OS_PAGE : pg->mapped;
+}
+
+static size_t mappable_end(unsigned kind)
+{
+    return kind == HK_SMALL ? page_bytes(kind) : page_bytes(kind) - HK_OS_PAGE;
+}
+
+/* Map pg, a page of `kind` (its header may not say yet), up to `want` bytes
+ * from its base; false if nothing more could be mapped. */
+static bool compact_map_blocks(struct hk_page *pg, unsigned kind, size_t want)
+{
+    size_t have = mapped_end(pg, kind);
+    want = (want + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
+    if (want > mappable_end(kind))
+        want = mappable_end(kind);
+    if (want <= have)
+        return false;
+    char *base = (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
+    if (!compact_map(arena_of_page(pg), base + have, want - have))
+        return false;
+    pg->mapped = (uint32_t)want;
+    return true;
+}
+
+/* Blocks of pg that can be used: all `capacity` of its class, or in a
+ * compact arena those in its mapped bytes (the last blocks of a medium or
+ * large page may lie in its header's OS page). */
+unsigned hk_arena_page_capacity(const struct hk_page *pg, unsigned capacity)
+{
+    if (!arena_of_page(pg)->compact)
+        return capacity;
+    size_t end = mapped_end(pg, pg->kind);
+    if (end >= mappable_end(pg->kind))
+        return capacity;
+    size_t n = end > pg->first_block ? (end - pg->first_block) / pg->block_size : 0;
+    return n < capacity ? (unsigned)n : capacity;
+}
+
+/* A page of a compact arena in use has no block left: map more of it,
+ * twice as much up to 256 KiB at a time, or else one block (called by its
+ * owner; what is mapped and not used is lost to the limit).  False if it
+ * cannot grow. */
+#define EXTEND_MAX ((size_t)256 << 10)
+
+bool hk_arena_page_extend(struct hk_page *pg)
+{
+    if (!arena_of_page(pg)->compact)
+        return false;
+    size_t end = mapped_end(pg, pg->kind);
+    size_t step = end < EXTEND_MAX ? end : EXTEND_MAX;
+    if (step < pg->block_size)
+        step = pg->block_size;
+    if (!compact_map_blocks(pg, pg->kind, end + step) &&
+        !compact_map_blocks(pg, pg->kind, end + pg->block_size))
+        return false;
+    unsigned capacity = hk_arena_page_capacity(pg, hk_classes[pg->cls].capacity);
+    if (capacity <= pg->capacity)
+        return false;
+    if (pg->kind == HK_SMALL)
+        pg->unbumped = (uint16_t)(pg->unbumped + capacity - pg->capacity);
+    pg->capacity = (uint16_t)capacity;
+    return true;
+}
+
+/* Give back a free page of a compact arena: all but its header's OS page is
+ * unmapped, and that page is emptied (it reads as zero: a free page). */
+static void compact_purge(struct hk_arena *a, struct hk_page *pg, unsigned kind)
+{
+    char *base = (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
+    char *header = header_os_page(base, kind);
+    char *rest = kind == HK_SMALL ? base + HK_OS_PAGE : base;
+    size_t rest_mapped = mapped_end(pg, kind) - (kind == HK_SMALL ? HK_OS_PAGE : 0);
+    compact_unmap(a, rest, page_bytes(kind) - HK_OS_PAGE, rest_mapped);
+    hk_os_purge(header, HK_OS_PAGE);
+}
+
+/* Make page hwm of a region usable: commit it (by 4 MiB chunks), or in a
+ * compact arena map it.  False when the region is full, address space
+ * or memory ran out, or (compact) someone else's mapping is in the way,
+ * where the region then ends. */
 static bool region_grow(struct hk_arena *a, unsigned kind)
 {
     struct hk_region *r = &a->region[kind];
     uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_relaxed);
     if (hwm >= r->npages)
         return false;
+    if (a->compact) {
+        /* Its header's OS page; the blocks as needed (compact_map_blocks). */
+        if (!compact_map(a, header_os_page((char *)page_addr(a, kind, hwm), kind), HK_OS_PAGE)) {
+            if (errno == EEXIST)
+                r->npages = hwm;
+            return false;
+        }
+        return true;
+    }
     if (hwm == r->committed) {
         uint32_t chunk = (uint32_t)(COMMIT_CHUNK >> hk_page_shift(kind));
         if (chunk == 0)
@@ -127,6 +287,27 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
         hk_stat_add(&hk_os_stats.committed_bytes, (uint64_t)chunk << hk_page_shift(kind));
     }
     return true;
+}
+
+/* A compact arena gives back the address space of the purged pages at the
+ * top of a region: the high-water mark comes down over them first (a
+ * thread validating a stale pointer reads it before the page), then they
+ * are unmapped.  Called with the pool lock held. */
+static void region_shrink(struct hk_arena *a, unsigned kind)
+{
+    struct hk_region *r = &a->region[kind];
+    uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_relaxed);
+    uint32_t top = hwm;
+    while (top > r->first && (r->cleanmap[(top - 1) / 64] >> ((top - 1) % 64) & 1)) {
+        top--;
+        r->cleanmap[top / 64] &= ~((uint64_t)1 << (top % 64));
+    }
+    if (top == hwm)
+        return;
+    atomic_store_explicit(&r->hwm, top, memory_order_release);
+    /* A purged page is mapped only in its header's OS page. */
+    compact_unmap(a, (void *)page_addr(a, kind, top), (size_t)(hwm - top) << hk_page_shift(kind),
+                  (size_t)(hwm - top) * HK_OS_PAGE);
 }
 
 /* The purge delay adapts to the heap: memory purged and taken again within
@@ -208,11 +389,37 @@ static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigne
     return hk_page_header(page_addr(a, kind, index), shift);
 }
 
+/* A free page goes to the head of its region's dirty list.  Called with
+ * the pool lock held. */
+static void dirty_push(struct hk_region *r, struct hk_page *pg)
+{
+    pg->prev = NULL;
+    pg->next = r->dirty;
+    if (r->dirty != NULL)
+        r->dirty->prev = pg;
+    else
+        r->dirty_tail = pg;
+    r->dirty = pg;
+    r->ndirty++;
+}
+
 static struct hk_page *region_take(struct hk_arena *a, unsigned kind, unsigned cls)
 {
     struct hk_page *pg = take_free_page(a, kind, cls);
-    if (pg != NULL)
-        a->pages_in_use++;
+    if (pg == NULL)
+        return NULL;
+    /* A compact arena's page needs at least one block of the class mapped
+     * (a medium or large one 16 KiB, so that it does not grow at once). */
+    const struct hk_class *k = &hk_classes[cls];
+    size_t need = (size_t)k->first_block + k->block_size;
+    size_t want = kind == HK_SMALL || need > (16u << 10) ? need : 16u << 10;
+    if (a->compact && mapped_end(pg, kind) < want && !compact_map_blocks(pg, kind, want) &&
+        mapped_end(pg, kind) < need) {
+        pg->freed_at = hk_clock_ms();
+        dirty_push(&a->region[kind], pg);
+        return NULL;
+    }
+    a->pages_in_use++;
     return pg;
 }
 
@@ -262,7 +469,7 @@ static uint32_t owner_keep(const struct hk_heap *h, unsigned kind)
  * now holds more free pages than an owner keeps. */
 bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
 {
-    struct hk_arena *a = (struct hk_arena *)((uintptr_t)pg & ~(HK_ARENA_SIZE - 1));
+    struct hk_arena *a = arena_of_page(pg);
     struct hk_region *r = &a->region[pg->kind];
     struct hk_heap *h = a->heap;
     pg->state = HK_PAGE_FREE;
@@ -270,14 +477,7 @@ bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
     pg->freed_at = now;
     pthread_mutex_lock(&h->pool_lock);
     a->pages_in_use--;
-    pg->prev = NULL;
-    pg->next = r->dirty;
-    if (r->dirty != NULL)
-        r->dirty->prev = pg;
-    else
-        r->dirty_tail = pg;
-    r->dirty = pg;
-    r->ndirty++;
+    dirty_push(r, pg);
     if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
         atomic_store_explicit(&h->purge_at, pg->freed_at + h->purge_delay, memory_order_relaxed);
     bool over_keep = r->ndirty > (a == h->arenas ? owner_keep(h, pg->kind) : 0);
@@ -328,22 +528,26 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
         h->purges_in_flight++;
         pthread_mutex_unlock(&h->pool_lock);
         sort_pages(batch, n);
-        for (size_t i = 0; i < n;) {
+        for (size_t i = 0; a->compact && i < n; i++)
+            compact_purge(a, batch[i], kind);
+        for (size_t i = 0; !a->compact && i < n;) {
             size_t j = i + 1;
             while (j < n && (char *)batch[j] - (char *)batch[j - 1] == (ptrdiff_t)page_size)
                 j++;
-            hk_os_purge(hk_page_base(batch[i]), (j - i) * page_size);
+            hk_os_purge((void *)((uintptr_t)batch[i] & ~(page_size - 1)), (j - i) * page_size);
             i = j;
         }
         pthread_mutex_lock(&h->pool_lock);
         h->purges_in_flight--;
         for (size_t i = 0; i < n; i++) {
-            uintptr_t base = (uintptr_t)hk_page_base(batch[i]);
+            uintptr_t base = (uintptr_t)batch[i] & ~(page_size - 1);
             uint32_t index = (uint32_t)((base - a->base - hk_region_offset(kind)) >> shift);
             r->cleanmap[index / 64] |= (uint64_t)1 << (index % 64);
             if (index / 64 < r->clean_hint)
                 r->clean_hint = index / 64;
         }
+        if (a->compact)
+            region_shrink(a, kind);
         purged += n * page_size;
     }
 }
@@ -366,18 +570,28 @@ static void arena_unmap(struct hk_arena *a)
 {
     uintptr_t base = a->base;
     bool compact = a->compact;
-    uint64_t reserved = 0, committed = 0;
+    size_t header_bytes = a->header_bytes;
+    uint64_t mapped = header_bytes + atomic_load_explicit(&a->mapped_bytes, memory_order_relaxed);
+    uint64_t reserved = compact ? mapped : HK_ARENA_SIZE;
+    uint64_t committed = compact ? mapped : 0;
+    uint32_t hwm[HK_NKINDS];
     for (unsigned k = 0; k < HK_NKINDS; k++) {
         struct hk_region *r = &a->region[k];
+        hwm[k] = atomic_load_explicit(&r->hwm, memory_order_relaxed);
         atomic_store_explicit(&r->hwm, r->first, memory_order_release);
-        reserved += (uint64_t)r->npages << hk_page_shift(k);
-        committed += (uint64_t)r->committed << hk_page_shift(k);
+        if (!compact)
+            committed += (uint64_t)r->committed << hk_page_shift(k);
     }
     atomic_store_explicit(&hk_arena_table[base >> HK_ARENA_SHIFT], NULL, memory_order_release);
     if (compact) {
-        for (unsigned k = 0; k < HK_NKINDS; k++)
-            hk_os_unmap((void *)(base + hk_region_offset(k)),
-                        (size_t)compact_region_pages[k] << hk_page_shift(k));
+        /* Each region's pages below its mark, holes and all, then page 0. */
+        for (unsigned k = 0; k < HK_NKINDS; k++) {
+            uintptr_t first = page_addr(a, k, a->region[k].first);
+            uintptr_t end = base + hk_region_offset(k) + ((uintptr_t)hwm[k] << hk_page_shift(k));
+            if (end > first)
+                hk_os_unmap((void *)first, end - first);
+        }
+        hk_os_unmap((void *)base, header_bytes);
     } else {
         hk_os_unmap((void *)base, HK_ARENA_SIZE);
     }

@@ -172,7 +172,7 @@ HK_NOINLINE void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls)
     if (h == NULL)
         return NULL;
     struct hk_page *pg = h->current[cls];
-    if (pg != NULL && pg->used < pg->capacity)
+    if (pg != NULL && (pg->used < pg->capacity || hk_arena_page_extend(pg)))
         return hk_bitmap_take(h, pg, cls);
     if (pg != NULL)
         pg->state = HK_PAGE_FULL;

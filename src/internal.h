@@ -101,7 +101,9 @@ struct hk_page {
     uint8_t kind;
     uint16_t first_block;     /* offset of block 0 from the page base */
     char *blocks;             /* address of block 0 */
-    uint8_t shared_pad[32];
+    uint32_t mapped;          /* compact arenas: bytes mapped from the page
+                                 base (arena.c) */
+    uint8_t shared_pad[28];
     /* The owner's. */
     int32_t used;      /* small pages: blocks not in local_free and not yet
                           carved; medium and large pages: blocks out */
@@ -225,7 +227,9 @@ struct hk_arena {
     struct hk_heap *heap;
     struct hk_arena *next; /* the heap's other arenas */
     uintptr_t base;
-    bool compact; /* only the start of each region is reserved (arena.c) */
+    bool compact; /* only what is in use is mapped (arena.c) */
+    uint32_t header_bytes; /* of page 0: this header, the heap, the maps */
+    _Atomic uint64_t mapped_bytes; /* compact: bytes mapped beyond page 0 */
     uint32_t pages_in_use; /* pages not free (guarded by the pool lock) */
     struct hk_region region[HK_NKINDS];
 };
@@ -236,6 +240,8 @@ extern _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 #define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
 struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned cls);
+unsigned hk_arena_page_capacity(const struct hk_page *pg, unsigned capacity);
+bool hk_arena_page_extend(struct hk_page *pg); /* more blocks mapped (compact) */
 bool hk_arena_page_free(struct hk_page *pg, uint64_t now); /* true: over the owner's keep */
 enum hk_purge_mode {
     HK_PURGE_DUE,       /* what waited the heap's purge delay */
@@ -467,7 +473,7 @@ void hk_huge_reset_locks(void);
 /* ---- operating system (os.c) --------------------------------------------- */
 
 void *hk_os_reserve_aligned(size_t size, size_t align);
-bool hk_os_reserve_at(void *addr, size_t size);
+bool hk_os_map_at(void *addr, size_t size); /* errno EEXIST: taken */
 bool hk_os_commit(void *p, size_t size);
 void hk_os_purge(void *p, size_t size);
 void *hk_os_map(size_t size);
@@ -475,6 +481,7 @@ void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped);
 void hk_os_unmap(void *p, size_t size);
 void *hk_os_remap(void *p, size_t old_size, size_t new_size); /* NULL: failed */
 uint64_t hk_clock_ms(void);
+bool hk_os_strict_overcommit(void);
 
 /* ---- configuration (config.c) -------------------------------------------- */
 

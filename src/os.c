@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,16 +28,18 @@ void *hk_os_reserve_aligned(size_t size, size_t align)
     return start;
 }
 
-/* Address space at exactly addr, or false if any of it is taken. */
-bool hk_os_reserve_at(void *addr, size_t size)
+/* Memory at exactly addr, or false if any of it is taken (errno EEXIST)
+ * or there is no room (ENOMEM). */
+bool hk_os_map_at(void *addr, size_t size)
 {
     hk_stat_syscall();
-    void *p = mmap(addr, size, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    void *p = mmap(addr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED)
         return false;
     if (p != addr) { /* a kernel older than 4.17 took the address as a hint */
         hk_os_unmap(p, size);
+        errno = EEXIST;
         return false;
     }
     return true;
@@ -97,6 +100,26 @@ void *hk_os_remap(void *p, size_t old_size, size_t new_size)
     hk_stat_syscall();
     void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
     return q == MAP_FAILED ? NULL : q;
+}
+
+/* vm.overcommit_memory is 2 (strict accounting: every writable private
+ * byte mapped is charged against a limit), as read once at start-up. */
+bool hk_os_strict_overcommit(void)
+{
+    static int strict = -1;
+    if (HK_UNLIKELY(strict < 0)) {
+        int saved = errno;
+        char c = '0';
+        int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (read(fd, &c, 1) != 1)
+                c = '0';
+            close(fd);
+        }
+        strict = c == '2';
+        errno = saved;
+    }
+    return strict;
 }
 
 uint64_t hk_clock_ms(void)

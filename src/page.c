@@ -32,12 +32,12 @@ void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->block_size = k->block_size;
     pg->heap = h;
     pg->next = pg->prev = NULL;
-    pg->capacity = k->capacity;
-    pg->unbumped = k->capacity;
     pg->cls = (uint8_t)cls;
     pg->kind = k->kind;
     pg->first_block = k->first_block;
     pg->div_magic = k->div_magic;
+    pg->capacity = (uint16_t)hk_arena_page_capacity(pg, k->capacity);
+    pg->unbumped = pg->capacity;
     pg->keep_empty = false;
     pg->blocks = hk_page_blocks(pg);
     if (pg->kind != HK_SMALL)
@@ -175,6 +175,8 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
     for (;;) {
         if (pg != NULL) {
             void *list = page_take(h, pg);
+            if (list == NULL && hk_arena_page_extend(pg))
+                list = page_take(h, pg);
             if (list != NULL) {
                 hk_tls.free[cls] = *(void **)list;
                 return list;

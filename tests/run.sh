@@ -130,6 +130,9 @@ else
 		run "$p [static]" "${xfail[@]}" "$B/static/$p"
 	done
 
+	# Strict overcommit accounting, where this machine lets it be set.
+	run "api/strict_overcommit" tests/overcommit.sh "$B" "$LIB"
+
 	# 2. The allocation-heavy programs under the other configurations:
 	# each profile, and purging at once (purge paths race with allocation).
 	for cfg in HAKMEM_PROFILE=lean HAKMEM_PROFILE=speed \
