@@ -136,23 +136,21 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
     return a;
 }
 
-/* Map [addr, addr + size) of compact arena a, where nothing may be yet. */
-static bool compact_map(struct hk_arena *a, void *addr, size_t size)
+/* Map [addr, addr + size) of a compact arena, where nothing may be yet. */
+static bool compact_map(void *addr, size_t size)
 {
     if (!hk_os_map_at(addr, size))
         return false;
-    atomic_fetch_add_explicit(&a->mapped_bytes, size, memory_order_relaxed);
     hk_stat_add(&hk_os_stats.reserved_bytes, size);
     hk_stat_add(&hk_os_stats.committed_bytes, size);
     return true;
 }
 
-/* Unmap [addr, addr + len) of compact arena a, of which `size` bytes are
- * mapped (the rest are holes). */
-static void compact_unmap(struct hk_arena *a, void *addr, size_t len, size_t size)
+/* Unmap [addr, addr + size) of a compact arena, all of it mapped by the
+ * arena.  Never more: someone else's mapping may lie in a hole of a page. */
+static void compact_unmap(void *addr, size_t size)
 {
-    hk_os_unmap(addr, len);
-    atomic_fetch_sub_explicit(&a->mapped_bytes, size, memory_order_relaxed);
+    hk_os_unmap(addr, size);
     hk_stat_add(&hk_os_stats.reserved_bytes, -(uint64_t)size);
     hk_stat_add(&hk_os_stats.committed_bytes, -(uint64_t)size);
 }
@@ -199,7 +197,7 @@ static bool compact_map_blocks(struct hk_page *pg, unsigned kind, size_t want)
     if (want <= have)
         return false;
     char *base = (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
-    if (!compact_map(arena_of_page(pg), base + have, want - have))
+    if (!compact_map(base + have, want - have))
         return false;
     pg->mapped = (uint32_t)want;
     return true;
@@ -247,14 +245,14 @@ bool hk_arena_page_extend(struct hk_page *pg)
 
 /* Give back a free page of a compact arena: all but its header's OS page is
  * unmapped, and that page is emptied (it reads as zero: a free page). */
-static void compact_purge(struct hk_arena *a, struct hk_page *pg, unsigned kind)
+static void compact_purge(struct hk_page *pg, unsigned kind)
 {
     char *base = (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
-    char *header = header_os_page(base, kind);
     char *rest = kind == HK_SMALL ? base + HK_OS_PAGE : base;
-    size_t rest_mapped = mapped_end(pg, kind) - (kind == HK_SMALL ? HK_OS_PAGE : 0);
-    compact_unmap(a, rest, page_bytes(kind) - HK_OS_PAGE, rest_mapped);
-    hk_os_purge(header, HK_OS_PAGE);
+    char *end = base + mapped_end(pg, kind);
+    if (end > rest)
+        compact_unmap(rest, (size_t)(end - rest));
+    hk_os_purge(header_os_page(base, kind), HK_OS_PAGE);
 }
 
 /* Make page hwm of a region usable: commit it (by 4 MiB chunks), or in a
@@ -269,7 +267,7 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
         return false;
     if (a->compact) {
         /* Its header's OS page; the blocks as needed (compact_map_blocks). */
-        if (!compact_map(a, header_os_page((char *)page_addr(a, kind, hwm), kind), HK_OS_PAGE)) {
+        if (!compact_map(header_os_page((char *)page_addr(a, kind, hwm), kind), HK_OS_PAGE)) {
             if (errno == EEXIST)
                 r->npages = hwm;
             return false;
@@ -289,6 +287,14 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
     return true;
 }
 
+/* Pages [from, to) of a region of compact arena a are purged: only their
+ * headers' OS pages are mapped; unmap them. */
+static void unmap_header_pages(struct hk_arena *a, unsigned kind, uint32_t from, uint32_t to)
+{
+    for (uint32_t i = from; i < to; i++)
+        compact_unmap(header_os_page((char *)page_addr(a, kind, i), kind), HK_OS_PAGE);
+}
+
 /* A compact arena gives back the address space of the purged pages at the
  * top of a region: the high-water mark comes down over them first (a
  * thread validating a stale pointer reads it before the page), then they
@@ -305,9 +311,7 @@ static void region_shrink(struct hk_arena *a, unsigned kind)
     if (top == hwm)
         return;
     atomic_store_explicit(&r->hwm, top, memory_order_release);
-    /* A purged page is mapped only in its header's OS page. */
-    compact_unmap(a, (void *)page_addr(a, kind, top), (size_t)(hwm - top) << hk_page_shift(kind),
-                  (size_t)(hwm - top) * HK_OS_PAGE);
+    unmap_header_pages(a, kind, top, hwm);
 }
 
 /* The purge delay adapts to the heap: memory purged and taken again within
@@ -529,7 +533,7 @@ static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
         pthread_mutex_unlock(&h->pool_lock);
         sort_pages(batch, n);
         for (size_t i = 0; a->compact && i < n; i++)
-            compact_purge(a, batch[i], kind);
+            compact_purge(batch[i], kind);
         for (size_t i = 0; !a->compact && i < n;) {
             size_t j = i + 1;
             while (j < n && (char *)batch[j] - (char *)batch[j - 1] == (ptrdiff_t)page_size)
@@ -570,28 +574,23 @@ static void arena_unmap(struct hk_arena *a)
 {
     uintptr_t base = a->base;
     bool compact = a->compact;
-    size_t header_bytes = a->header_bytes;
-    uint64_t mapped = header_bytes + atomic_load_explicit(&a->mapped_bytes, memory_order_relaxed);
-    uint64_t reserved = compact ? mapped : HK_ARENA_SIZE;
-    uint64_t committed = compact ? mapped : 0;
     uint32_t hwm[HK_NKINDS];
+    uint64_t committed = 0;
     for (unsigned k = 0; k < HK_NKINDS; k++) {
         struct hk_region *r = &a->region[k];
         hwm[k] = atomic_load_explicit(&r->hwm, memory_order_relaxed);
         atomic_store_explicit(&r->hwm, r->first, memory_order_release);
-        if (!compact)
-            committed += (uint64_t)r->committed << hk_page_shift(k);
+        committed += (uint64_t)r->committed << hk_page_shift(k);
     }
     atomic_store_explicit(&hk_arena_table[base >> HK_ARENA_SHIFT], NULL, memory_order_release);
+    uint64_t reserved = HK_ARENA_SIZE;
     if (compact) {
-        /* Each region's pages below its mark, holes and all, then page 0. */
-        for (unsigned k = 0; k < HK_NKINDS; k++) {
-            uintptr_t first = page_addr(a, k, a->region[k].first);
-            uintptr_t end = base + hk_region_offset(k) + ((uintptr_t)hwm[k] << hk_page_shift(k));
-            if (end > first)
-                hk_os_unmap((void *)first, end - first);
-        }
-        hk_os_unmap((void *)base, header_bytes);
+        /* An empty arena's pages are all purged (and usually gone already,
+         * region_shrink), then page 0. */
+        for (unsigned k = 0; k < HK_NKINDS; k++)
+            unmap_header_pages(a, k, a->region[k].first, hwm[k]);
+        reserved = committed = a->header_bytes;
+        hk_os_unmap((void *)base, a->header_bytes);
     } else {
         hk_os_unmap((void *)base, HK_ARENA_SIZE);
     }

@@ -229,7 +229,6 @@ struct hk_arena {
     uintptr_t base;
     bool compact; /* only what is in use is mapped (arena.c) */
     uint32_t header_bytes; /* of page 0: this header, the heap, the maps */
-    _Atomic uint64_t mapped_bytes; /* compact: bytes mapped beyond page 0 */
     uint32_t pages_in_use; /* pages not free (guarded by the pool lock) */
     struct hk_region region[HK_NKINDS];
 };
