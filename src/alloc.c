@@ -9,7 +9,7 @@
 #include "hakmem.h"
 #include "internal.h"
 
-HK_API void *hak_malloc(size_t size)
+HK_API HK_HOT void *hak_malloc(size_t size)
 {
     if (HK_LIKELY(size <= HK_FAST_MAX)) {
         size_t cls = hk_tls.class_of[(size + 15) >> 4];

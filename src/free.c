@@ -30,7 +30,7 @@ static inline void free_block(void *p, const char *call)
     hk_free_slow(p, call);
 }
 
-HK_API void hak_free(void *p)
+HK_API HK_HOT void hak_free(void *p)
 {
     free_block(p, "free");
 }
