@@ -22,6 +22,7 @@ void hk_init(void)
     if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
         init_running = true;
         hk_classes_init();
+        hk_os_init();
         hk_config_load();
         config_saw_environment = environ != NULL;
         hk_heap_init_once();

@@ -483,6 +483,7 @@ void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped);
 void hk_os_unmap(void *p, size_t size);
 void *hk_os_remap(void *p, size_t old_size, size_t new_size); /* NULL: failed */
 uint64_t hk_clock_ms(void);
+void hk_os_init(void); /* once, before the first arena */
 bool hk_os_strict_overcommit(void);
 
 /* ---- configuration (config.c) -------------------------------------------- */

@@ -103,23 +103,26 @@ void *hk_os_remap(void *p, size_t old_size, size_t new_size)
 }
 
 /* vm.overcommit_memory is 2 (strict accounting: every writable private
- * byte mapped is charged against a limit), as read once at start-up. */
+ * byte mapped is charged against a limit), as read at start-up. */
+static bool strict_overcommit;
+
+void hk_os_init(void)
+{
+    int saved = errno;
+    char c = '0';
+    int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (read(fd, &c, 1) != 1)
+            c = '0';
+        close(fd);
+    }
+    strict_overcommit = c == '2';
+    errno = saved;
+}
+
 bool hk_os_strict_overcommit(void)
 {
-    static int strict = -1;
-    if (HK_UNLIKELY(strict < 0)) {
-        int saved = errno;
-        char c = '0';
-        int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (read(fd, &c, 1) != 1)
-                c = '0';
-            close(fd);
-        }
-        strict = c == '2';
-        errno = saved;
-    }
-    return strict;
+    return strict_overcommit;
 }
 
 uint64_t hk_clock_ms(void)
