@@ -320,14 +320,12 @@ static void region_shrink(struct hk_arena *a, unsigned kind)
  * to 16 times the configured one; once per purge, so that one purge
  * followed by growth elsewhere counts once); ten seconds without that and
  * it halves back.  Called with the pool lock held. */
-#define REFAULT_WINDOW_MS 1000
-#define CALM_MS 10000
 #define MAX_DELAY_FACTOR 16
 
 static void note_refault(struct hk_heap *h)
 {
     uint64_t now = hk_clock_ms();
-    if (now - h->last_purge < REFAULT_WINDOW_MS &&
+    if (now - h->last_purge < HK_REFAULT_WINDOW_MS &&
         h->purge_delay < hk_config.purge_delay_ms * MAX_DELAY_FACTOR) {
         h->purge_delay = h->purge_delay ? h->purge_delay * 2 : 1;
         h->last_purge = 0; /* answered */
@@ -337,7 +335,7 @@ static void note_refault(struct hk_heap *h)
 
 static void calm_down(struct hk_heap *h, uint64_t now)
 {
-    if (now - h->last_refault > CALM_MS && h->purge_delay > hk_config.purge_delay_ms) {
+    if (now - h->last_refault > HK_CALM_MS && h->purge_delay > hk_config.purge_delay_ms) {
         h->purge_delay /= 2;
         if (h->purge_delay < hk_config.purge_delay_ms)
             h->purge_delay = hk_config.purge_delay_ms;

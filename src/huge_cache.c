@@ -31,8 +31,6 @@ static size_t cache_bytes;
  * doubles, up to huge_cache_bytes, when a huge allocation misses soon after
  * the cache gave up a range for room (the program's huge demand breathes);
  * ten calm seconds halve it back.  Guarded by cache_lock. */
-#define REFAULT_WINDOW_MS 1000
-#define CALM_MS 10000
 static size_t owner_keep;
 static uint64_t last_eviction, last_growth;
 
@@ -85,12 +83,12 @@ static size_t bound(void)
  * range shortly before, the owner's fixed part was too small. */
 static void note_miss(uint64_t now)
 {
-    if (now - last_eviction < REFAULT_WINDOW_MS) {
+    if (now - last_eviction < HK_REFAULT_WINDOW_MS) {
         size_t keep = owner_keep > hk_config.idle_keep ? owner_keep : hk_config.idle_keep;
         owner_keep = keep <= hk_config.huge_cache_bytes / 2 ? keep * 2 : hk_config.huge_cache_bytes;
         last_growth = now;
         last_eviction = 0;
-    } else if (now - last_growth > CALM_MS && owner_keep > hk_config.idle_keep) {
+    } else if (now - last_growth > HK_CALM_MS && owner_keep > hk_config.idle_keep) {
         owner_keep /= 2;
         last_growth = now;
     }

@@ -352,6 +352,13 @@ void hk_heaps_unlock_pools(void);
 
 /* ---- purging (purge.c) --------------------------------------------------- */
 
+/* What is kept for reuse adapts to the program: memory given back and
+ * wanted again within HK_REFAULT_WINDOW_MS means too little was kept (the
+ * purge delay, the huge cache's bound without a purger double); after
+ * HK_CALM_MS without that, it halves back. */
+#define HK_REFAULT_WINDOW_MS 1000
+#define HK_CALM_MS 10000
+
 void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
 extern _Atomic bool hk_purger_wanted; /* a free wanted the purger started */
 void hk_purge_poll(void);
