@@ -49,7 +49,7 @@ int hak_malloc_trim(size_t pad);
  * counters move on slow paths only, and per-class figures are derived from
  * the pages when asked for.  HAKMEM_STATS=1 prints the table at exit (to
  * stderr), HAKMEM_STATS=json prints JSON instead. */
-#define HAK_STATS_CLASSES 101
+#define HAK_STATS_CLASSES 101 /* rows; classes in use have block_size != 0 */
 
 struct hak_class_stats {
     size_t block_size;

@@ -9,11 +9,13 @@
  *   [3G, 4G)  large pages,  4 MiB each, blocks of 20 KiB .. 512 KiB
  *
  * Page 0 of the small region holds the arena header (and, in a heap's first
- * arena, the heap itself).  Every page keeps its header in its last 64 bytes,
- * so a block's page header is found by masking the block address; blocks
- * start at the page's first byte, which keeps every block of a size that is a
- * multiple of A aligned to A.  Blocks above 512 KiB get their own mapping
- * (huge.c).  See docs/ARCHITECTURE.md for the whole picture.
+ * arena, the heap itself).  A page's 128-byte header is found by masking a
+ * block's address: a small page keeps it in its first bytes, its blocks
+ * after it from the block size's natural alignment (up to 4 KiB); a medium
+ * or large page keeps it in its last bytes, its blocks from its base.  Either
+ * way a block of a size that is a multiple of A is aligned to A.  Blocks
+ * above 512 KiB get their own mapping (huge.c).  See docs/ARCHITECTURE.md
+ * for the whole picture.
  */
 #ifndef HAKMEM_INTERNAL_H
 #define HAKMEM_INTERNAL_H
@@ -347,8 +349,6 @@ bool hk_heaps_purge_all(void); /* true while free pages wait */
 void hk_heaps_settle(void);    /* no purger runs from now on */
 uint32_t hk_heap_threads_live(void);
 struct hk_heap *hk_heaps_first(void); /* the list of every heap, via ->next */
-void hk_heaps_lock_pools(void);
-void hk_heaps_unlock_pools(void);
 
 /* ---- purging (purge.c) --------------------------------------------------- */
 

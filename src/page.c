@@ -277,7 +277,7 @@ void hk_page_event(void *block)
  * so that its memory goes back if the thread now idles; but when the class
  * takes it straight back, it is kept from then on (keep_empty), or a class
  * that takes and gives back one block would retire a page every time (a
- * malloc/free pair of 100 KiB: 55 ns instead of 13).  Only while it
+ * malloc/free pair of 100 KiB: 55 ns instead of 16).  Only while it
  * holds little memory, though (no more than idle_keep): a kept page is
  * never purged, so a program that idles after filling and emptying it
  * would keep all it touched.  A page of an arena other than the heap's

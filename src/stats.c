@@ -20,6 +20,10 @@
 
 struct hk_os_stats hk_os_stats;
 
+/* The public table has room for every class (it is part of the ABI, so it
+ * is larger than today's classes). */
+_Static_assert(HAK_STATS_CLASSES >= HK_NCLASSES, "hak_stats has a row per size class");
+
 static uint64_t list_length(void *list)
 {
     uint64_t n = 0;
