@@ -2,13 +2,13 @@
  * Arenas: 4 GiB of address space each, aligned to 4 GiB, owned by one heap.
  * An arena hands out pages of its three regions and takes them back; free
  * pages keep their memory for a while (the dirty list, newest first) and are
- * then purged (the clean map).  The region state is guarded by the heap's
+ * then purged (the clean map): how, here; when and how many, purge.c.  The
+ * region state is guarded by the heap's
  * pool lock, which only the owner's slow paths and the purger take; other
  * threads read only what hk_page_of needs (hwm, atomically).
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <string.h>
 
 #include "internal.h"
@@ -314,35 +314,6 @@ static void region_shrink(struct hk_arena *a, unsigned kind)
     unmap_header_pages(a, kind, top, hwm);
 }
 
-/* The purge delay adapts to the heap: memory purged and taken again within
- * a second means the heap's demand breathes slower than the delay, and each
- * turn costs two system calls and the page faults, so the delay doubles (up
- * to 16 times the configured one; once per purge, so that one purge
- * followed by growth elsewhere counts once); ten seconds without that and
- * it halves back.  Called with the pool lock held. */
-#define MAX_DELAY_FACTOR 16
-
-static void note_refault(struct hk_heap *h)
-{
-    uint64_t now = hk_clock_ms();
-    if (now - h->last_purge < HK_REFAULT_WINDOW_MS &&
-        h->purge_delay < hk_config.purge_delay_ms * MAX_DELAY_FACTOR) {
-        h->purge_delay = h->purge_delay ? h->purge_delay * 2 : 1;
-        h->last_purge = 0; /* answered */
-    }
-    h->last_refault = now;
-}
-
-static void calm_down(struct hk_heap *h, uint64_t now)
-{
-    if (now - h->last_refault > HK_CALM_MS && h->purge_delay > hk_config.purge_delay_ms) {
-        h->purge_delay /= 2;
-        if (h->purge_delay < hk_config.purge_delay_ms)
-            h->purge_delay = hk_config.purge_delay_ms;
-        h->last_refault = now;
-    }
-}
-
 /* A dirty page is best taken back by the class that last used it: each
  * class touches its own OS pages of a page (its blocks' first and last
  * bytes, its carve frontier), so a page passed between classes ends up with
@@ -378,7 +349,7 @@ static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigne
             unsigned bit = (unsigned)__builtin_ctzll(r->cleanmap[w]);
             r->cleanmap[w] &= r->cleanmap[w] - 1;
             r->clean_hint = w;
-            note_refault(a->heap);
+            hk_purge_note_refault(a->heap);
             return hk_page_header(page_addr(a, kind, w * 64 + bit), shift);
         }
     }
@@ -450,22 +421,6 @@ struct hk_page *hk_arena_page_alloc(struct hk_heap *h, unsigned cls)
     return pg;
 }
 
-/* Free pages a heap keeps in a region of its first arena when no purger
- * runs (purge.c): idle_keep bytes, times the factor by which the heap's
- * purge delay has grown (a heap that soon took purged memory back keeps
- * more).  Called with the pool lock held. */
-static uint32_t owner_keep(const struct hk_heap *h, unsigned kind)
-{
-    uint64_t factor = hk_config.purge_delay_ms != 0 ? h->purge_delay / hk_config.purge_delay_ms : 1;
-    if (factor == 0)
-        factor = 1;
-    uint64_t bytes = hk_config.idle_keep;
-    if (bytes > (UINT64_MAX >> 1) / factor)
-        return UINT32_MAX;
-    uint64_t pages = (bytes * factor) >> hk_page_shift(kind);
-    return pages > UINT32_MAX ? UINT32_MAX : (uint32_t)pages;
-}
-
 /* Take back a page that holds no block; it keeps its memory for the purge
  * delay, in case the heap needs a page again soon.  True when its region
  * now holds more free pages than an owner keeps. */
@@ -482,7 +437,7 @@ bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
     dirty_push(r, pg);
     if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)
         atomic_store_explicit(&h->purge_at, pg->freed_at + h->purge_delay, memory_order_relaxed);
-    bool over_keep = r->ndirty > (a == h->arenas ? owner_keep(h, pg->kind) : 0);
+    bool over_keep = r->ndirty > (a == h->arenas ? hk_purge_owner_keep(h, pg->kind) : 0);
     pthread_mutex_unlock(&h->pool_lock);
     return over_keep;
 }
@@ -504,8 +459,8 @@ static void sort_pages(struct hk_page **pages, size_t n)
  * `cutoff`, and of the oldest ones beyond the newest `keep`, in address
  * order so that neighbours go back in one call.  Called with the pool lock held; drops it around the system calls
  * (the pages being purged are on no list meanwhile).  Returns bytes purged. */
-static size_t region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
-                           uint64_t cutoff, uint32_t keep)
+size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
+                       uint64_t cutoff, uint32_t keep)
 {
     struct hk_region *r = &a->region[kind];
     unsigned shift = hk_page_shift(kind);
@@ -600,7 +555,7 @@ static void arena_unmap(struct hk_arena *a)
 /* Unmap heap h's arenas that hold no page in use and no page with memory,
  * all but its first, which holds the heap.  Called with the pool lock held
  * and no purge in flight (a purge in flight writes into its arena). */
-static void release_empty_arenas(struct hk_heap *h)
+void hk_arena_release_empty(struct hk_heap *h)
 {
     struct hk_arena **link = &h->arenas->next;
     while (*link != NULL) {
@@ -612,78 +567,6 @@ static void release_empty_arenas(struct hk_heap *h)
             link = &a->next;
         }
     }
-}
-
-/* Memory ran out: give back every free page and empty arena of every heap,
- * and the huge cache, so that a retry may find room. */
-void hk_release_all_memory(void)
-{
-    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next)
-        hk_heap_purge(h, HK_PURGE_ALL, true);
-    hk_huge_cache_purge(true);
-}
-
-/* Free pages a heap without a thread keeps warm for its next owner, per
- * region: 4 MiB of small pages, 2 MiB of medium ones, one large page.  A
- * thread pool's next thread then starts warm (thread churn runs 4 times
- * faster than when everything is purged at exit); beyond that, memory of
- * exited threads goes back at once. */
-static const uint32_t keep_abandoned[HK_NKINDS] = {64, 8, 1};
-
-/* How many free pages a region of arena a keeps in a purge of `mode`: what
- * an abandoned heap or an owner keeps is in the first arena, so that the
- * others are free to go. */
-static uint32_t region_keep(const struct hk_heap *h, const struct hk_arena *a, unsigned kind,
-                            enum hk_purge_mode mode)
-{
-    if (mode == HK_PURGE_OWNER)
-        return a == h->arenas ? owner_keep(h, kind) : 0;
-    if (mode == HK_PURGE_ABANDONED)
-        return a == h->arenas ? keep_abandoned[kind] : 0;
-    return UINT32_MAX;
-}
-
-/* Purge heap h's free pages retired at least its purge delay ago, all of
- * them (`mode` HK_PURGE_ALL), or also those beyond what an owner or an
- * abandoned heap keeps (HK_PURGE_OWNER, HK_PURGE_ABANDONED); set when the
- * next purge is due; return the bytes purged.  `wait` false: give up at
- * once if the owner holds the pool lock. */
-size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
-{
-    if (wait)
-        pthread_mutex_lock(&h->pool_lock);
-    else if (pthread_mutex_trylock(&h->pool_lock) != 0)
-        return 0;
-    uint64_t now = hk_clock_ms();
-    calm_down(h, now);
-    uint64_t delay = mode == HK_PURGE_ALL ? 0 : h->purge_delay;
-    uint64_t cutoff = now >= delay ? now - delay : 0;
-    uint64_t next = 0;
-    size_t purged = 0;
-    for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
-        for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
-            purged += region_purge(h, a, kind, cutoff, region_keep(h, a, kind, mode));
-            struct hk_page *oldest = a->region[kind].dirty_tail;
-            uint64_t due = oldest != NULL ? oldest->freed_at + h->purge_delay : 0;
-            if (due != 0 && (next == 0 || due < next))
-                next = due;
-        }
-    }
-    /* Purging everything means it is gone when this returns: wait for the
-     * pages another purge has taken off the lists to go back too. */
-    while (mode == HK_PURGE_ALL && h->purges_in_flight != 0) {
-        pthread_mutex_unlock(&h->pool_lock);
-        sched_yield();
-        pthread_mutex_lock(&h->pool_lock);
-    }
-    if (h->purges_in_flight == 0)
-        release_empty_arenas(h);
-    if (purged != 0)
-        h->last_purge = now;
-    atomic_store_explicit(&h->purge_at, next, memory_order_relaxed);
-    pthread_mutex_unlock(&h->pool_lock);
-    hk_stat_add(&hk_os_stats.purged_bytes, purged);
-    return purged;
 }
 
 /* The page of a block, or NULL: `shift` and the region are those of the

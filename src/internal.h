@@ -247,14 +247,9 @@ struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned cls);
 unsigned hk_arena_page_capacity(const struct hk_page *pg, unsigned capacity);
 bool hk_arena_page_extend(struct hk_page *pg); /* more blocks mapped (compact) */
 bool hk_arena_page_free(struct hk_page *pg, uint64_t now); /* true: over the owner's keep */
-enum hk_purge_mode {
-    HK_PURGE_DUE,       /* what waited the heap's purge delay */
-    HK_PURGE_OWNER,     /* that, and what an owner does not keep (no purger runs) */
-    HK_PURGE_ABANDONED, /* that, and what an abandoned heap does not keep */
-    HK_PURGE_ALL,
-};
-size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait);
-void hk_release_all_memory(void); /* before a retry when memory ran out */
+size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
+                       uint64_t cutoff, uint32_t keep); /* pool lock held */
+void hk_arena_release_empty(struct hk_heap *h); /* pool lock held, no purge in flight */
 
 static inline struct hk_arena *hk_arena_of(uintptr_t p)
 {
@@ -358,6 +353,17 @@ struct hk_heap *hk_heaps_first(void); /* the list of every heap, via ->next */
  * HK_CALM_MS without that, it halves back. */
 #define HK_REFAULT_WINDOW_MS 1000
 #define HK_CALM_MS 10000
+
+enum hk_purge_mode {
+    HK_PURGE_DUE,       /* what waited the heap's purge delay */
+    HK_PURGE_OWNER,     /* that, and what an owner does not keep (no purger runs) */
+    HK_PURGE_ABANDONED, /* that, and what an abandoned heap does not keep */
+    HK_PURGE_ALL,
+};
+size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait);
+void hk_release_all_memory(void); /* before a retry when memory ran out */
+void hk_purge_note_refault(struct hk_heap *h); /* pool lock held */
+uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind); /* pool lock held */
 
 void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
 extern _Atomic bool hk_purger_wanted; /* a free wanted the purger started */
@@ -490,6 +496,7 @@ void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped);
 void hk_os_unmap(void *p, size_t size);
 void *hk_os_remap(void *p, size_t old_size, size_t new_size); /* NULL: failed */
 uint64_t hk_clock_ms(void);
+uint64_t hk_os_syscalls(void); /* made so far, for the statistics */
 void hk_os_init(void); /* once, before the first arena */
 bool hk_os_strict_overcommit(void);
 

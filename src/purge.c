@@ -24,12 +24,136 @@
  */
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "stats.h"
+
+/* ---- how long and how much free memory waits (the policy) ------------- */
+
+/* The purge delay adapts to the heap: memory purged and taken again within
+ * a second means the heap's demand breathes slower than the delay, and each
+ * turn costs two system calls and the page faults, so the delay doubles (up
+ * to 16 times the configured one; once per purge, so that one purge
+ * followed by growth elsewhere counts once); ten seconds without that and
+ * it halves back.  Called with the pool lock held; a purged page was just
+ * taken again. */
+#define MAX_DELAY_FACTOR 16
+
+void hk_purge_note_refault(struct hk_heap *h)
+{
+    uint64_t now = hk_clock_ms();
+    if (now - h->last_purge < HK_REFAULT_WINDOW_MS &&
+        h->purge_delay < hk_config.purge_delay_ms * MAX_DELAY_FACTOR) {
+        h->purge_delay = h->purge_delay ? h->purge_delay * 2 : 1;
+        h->last_purge = 0; /* answered */
+    }
+    h->last_refault = now;
+}
+
+static void calm_down(struct hk_heap *h, uint64_t now)
+{
+    if (now - h->last_refault > HK_CALM_MS && h->purge_delay > hk_config.purge_delay_ms) {
+        h->purge_delay /= 2;
+        if (h->purge_delay < hk_config.purge_delay_ms)
+            h->purge_delay = hk_config.purge_delay_ms;
+        h->last_refault = now;
+    }
+}
+
+/* Free pages a heap keeps in a region of its first arena when no purger
+ * runs: idle_keep bytes, times the factor by which the heap's
+ * purge delay has grown (a heap that soon took purged memory back keeps
+ * more).  Called with the pool lock held. */
+uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind)
+{
+    uint64_t factor = hk_config.purge_delay_ms != 0 ? h->purge_delay / hk_config.purge_delay_ms : 1;
+    if (factor == 0)
+        factor = 1;
+    uint64_t bytes = hk_config.idle_keep;
+    if (bytes > (UINT64_MAX >> 1) / factor)
+        return UINT32_MAX;
+    uint64_t pages = (bytes * factor) >> hk_page_shift(kind);
+    return pages > UINT32_MAX ? UINT32_MAX : (uint32_t)pages;
+}
+
+/* Memory ran out: give back every free page and empty arena of every heap,
+ * and the huge cache, so that a retry may find room. */
+void hk_release_all_memory(void)
+{
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next)
+        hk_heap_purge(h, HK_PURGE_ALL, true);
+    hk_huge_cache_purge(true);
+}
+
+/* Free pages a heap without a thread keeps warm for its next owner, per
+ * region: 4 MiB of small pages, 2 MiB of medium ones, one large page.  A
+ * thread pool's next thread then starts warm (thread churn runs 4 times
+ * faster than when everything is purged at exit); beyond that, memory of
+ * exited threads goes back at once. */
+static const uint32_t keep_abandoned[HK_NKINDS] = {64, 8, 1};
+
+/* How many free pages a region of arena a keeps in a purge of `mode`: what
+ * an abandoned heap or an owner keeps is in the first arena, so that the
+ * others are free to go. */
+static uint32_t region_keep(const struct hk_heap *h, const struct hk_arena *a, unsigned kind,
+                            enum hk_purge_mode mode)
+{
+    if (mode == HK_PURGE_OWNER)
+        return a == h->arenas ? hk_purge_owner_keep(h, kind) : 0;
+    if (mode == HK_PURGE_ABANDONED)
+        return a == h->arenas ? keep_abandoned[kind] : 0;
+    return UINT32_MAX;
+}
+
+/* Purge heap h's free pages retired at least its purge delay ago, all of
+ * them (`mode` HK_PURGE_ALL), or also those beyond what an owner or an
+ * abandoned heap keeps (HK_PURGE_OWNER, HK_PURGE_ABANDONED); set when the
+ * next purge is due; return the bytes purged.  `wait` false: give up at
+ * once if the owner holds the pool lock. */
+size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
+{
+    if (wait)
+        pthread_mutex_lock(&h->pool_lock);
+    else if (pthread_mutex_trylock(&h->pool_lock) != 0)
+        return 0;
+    uint64_t now = hk_clock_ms();
+    calm_down(h, now);
+    uint64_t delay = mode == HK_PURGE_ALL ? 0 : h->purge_delay;
+    uint64_t cutoff = now >= delay ? now - delay : 0;
+    uint64_t next = 0;
+    size_t purged = 0;
+    for (struct hk_arena *a = h->arenas; a != NULL; a = a->next) {
+        for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
+            purged += hk_region_purge(h, a, kind, cutoff, region_keep(h, a, kind, mode));
+            struct hk_page *oldest = a->region[kind].dirty_tail;
+            uint64_t due = oldest != NULL ? oldest->freed_at + h->purge_delay : 0;
+            if (due != 0 && (next == 0 || due < next))
+                next = due;
+        }
+    }
+    /* Purging everything means it is gone when this returns: wait for the
+     * pages another purge has taken off the lists to go back too. */
+    while (mode == HK_PURGE_ALL && h->purges_in_flight != 0) {
+        pthread_mutex_unlock(&h->pool_lock);
+        sched_yield();
+        pthread_mutex_lock(&h->pool_lock);
+    }
+    if (h->purges_in_flight == 0)
+        hk_arena_release_empty(h);
+    if (purged != 0)
+        h->last_purge = now;
+    atomic_store_explicit(&h->purge_at, next, memory_order_relaxed);
+    pthread_mutex_unlock(&h->pool_lock);
+    hk_stat_add(&hk_os_stats.purged_bytes, purged);
+    return purged;
+}
+
+/* ---- who purges: the purger thread, or the owners ---------------------- */
 
 /* A purger is not started again sooner than this after one was stopped. */
 #define RESTART_MS 1000

@@ -117,7 +117,7 @@ HK_API void hak_stats_get(struct hak_stats *out)
     out->reserved_bytes = atomic_load(&hk_os_stats.reserved_bytes);
     out->committed_bytes = atomic_load(&hk_os_stats.committed_bytes);
     out->purged_bytes = atomic_load(&hk_os_stats.purged_bytes);
-    out->syscalls = atomic_load(&hk_os_stats.syscalls);
+    out->syscalls = hk_os_syscalls();
     out->huge_allocs = atomic_load(&hk_os_stats.huge_allocs);
     out->huge_cache_hits = atomic_load(&hk_os_stats.huge_cache_hits);
     out->huge_live_bytes = atomic_load(&hk_os_stats.huge_live_bytes);

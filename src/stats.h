@@ -10,7 +10,6 @@
 #include <stdint.h>
 
 struct hk_os_stats {
-    _Atomic uint64_t syscalls;
     _Atomic uint64_t heaps;
     _Atomic uint64_t arenas;
     _Atomic uint64_t reserved_bytes;
@@ -25,11 +24,6 @@ extern struct hk_os_stats hk_os_stats;
 static inline void hk_stat_add(_Atomic uint64_t *counter, uint64_t n)
 {
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
-}
-
-static inline void hk_stat_syscall(void)
-{
-    hk_stat_add(&hk_os_stats.syscalls, 1);
 }
 
 /* A counter of one heap: only its owner writes it, on slow paths; readers
