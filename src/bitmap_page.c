@@ -175,7 +175,7 @@ HK_NOINLINE void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls)
     if (pg != NULL && (pg->used < pg->capacity || hk_arena_page_extend(pg)))
         return hk_bitmap_take(h, pg, cls);
     if (pg != NULL)
-        pg->state = HK_PAGE_FULL;
+        hk_page_leave_current(h, pg); /* full */
     pg = hk_page_next_current(h, cls);
     return pg != NULL ? hk_bitmap_take(h, pg, cls) : NULL;
 }
@@ -190,18 +190,9 @@ static void make_current(struct hk_heap *h, struct hk_page *pg)
     struct hk_page *old = h->current[pg->cls];
     if (pg->state == HK_PAGE_AVAILABLE)
         hk_page_queue_remove(h, pg);
-    pg->state = HK_PAGE_CURRENT;
-    h->current[pg->cls] = pg;
-    if (old == NULL)
-        return;
-    if (old->used == 0) {
-        hk_page_retire(old);
-    } else if (old->used == old->capacity) {
-        old->state = HK_PAGE_FULL;
-    } else {
-        old->state = HK_PAGE_AVAILABLE;
-        hk_page_queue_push(h, old);
-    }
+    if (old != NULL)
+        hk_page_leave_current(h, old);
+    hk_page_make_current(h, pg);
 }
 
 /* A free into a page that is not the current one, or that emptied it. */
@@ -213,15 +204,13 @@ HK_NOINLINE void hk_bitmap_page_event(struct hk_page *pg)
         if (current == NULL || pg < current) {
             make_current(h, pg);
         } else if (pg->state == HK_PAGE_FULL) {
-            pg->state = HK_PAGE_AVAILABLE;
-            hk_page_queue_push(h, pg);
+            hk_page_regained(h, pg);
         }
     }
     if (pg->used != 0)
         return;
     if (pg->state == HK_PAGE_AVAILABLE) {
-        hk_page_queue_remove(h, pg);
-        hk_page_retire(pg);
+        hk_page_drained(h, pg);
     } else {
         hk_page_current_emptied(h, pg);
     }

@@ -108,24 +108,13 @@ void hk_heap_flush_tls(struct hk_heap *h)
     }
 }
 
-/* Retire every current page that is empty; the others join their queues.
- * The TLS lists must have been flushed. */
+/* Every current page lets go: empty ones are retired, the others join
+ * their queues or are full.  The TLS lists must have been flushed. */
 static void release_current_pages(struct hk_heap *h)
 {
-    for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
-        struct hk_page *pg = h->current[cls];
-        if (pg == NULL)
-            continue;
-        h->current[cls] = NULL;
-        if (pg->used == 0) {
-            hk_arena_page_free(pg, hk_clock_ms());
-        } else if (pg->kind != HK_SMALL && pg->used == pg->capacity) {
-            pg->state = HK_PAGE_FULL; /* a bitmap page counts exactly */
-        } else {
-            pg->state = HK_PAGE_AVAILABLE;
-            hk_page_queue_push(h, pg);
-        }
-    }
+    for (unsigned cls = 1; cls < HK_NCLASSES; cls++)
+        if (h->current[cls] != NULL)
+            hk_page_leave_current(h, h->current[cls]);
 }
 
 /* The value of heap_key for a thread that has no heap but must flush its

@@ -386,6 +386,7 @@ void hk_page_event(void *block); /* a local free of block brought used to zero *
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
 struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);
 void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg);
+
 struct hk_page *hk_page_next_current(struct hk_heap *h, unsigned cls); /* NULL: ENOMEM */
 struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 
@@ -461,6 +462,61 @@ static inline void hk_page_free_local(struct hk_page *pg, void *p, const char *c
     pg->local_free = p;
     if (HK_UNLIKELY(--pg->used == 0))
         hk_page_event(p); /* the block, not pg: keeps pg out of a register */
+}
+
+/* ---- page states: each change of state is written here, and only here -
+ *
+ *   (new) or AVAILABLE --hk_page_make_current--> CURRENT
+ *   CURRENT --hk_page_leave_current--> AVAILABLE, FULL or FREE, as its
+ *       blocks say (another page takes over, or the thread lets go)
+ *   CURRENT --hk_page_current_emptied--> stays CURRENT (keep_empty) or FREE
+ *   FULL --hk_page_regained--> AVAILABLE (a block came back)
+ *   AVAILABLE --hk_page_drained--> FREE (its last block came back)
+ *   FREE: hk_page_retire (page.c), then arena.c (dirty list, purge, clean map)
+ */
+
+/* pg, new or on no list (taken off the queue), becomes its class's current
+ * page; the previous one must have left (hk_page_leave_current). */
+static inline void hk_page_make_current(struct hk_heap *h, struct hk_page *pg)
+{
+    pg->state = HK_PAGE_CURRENT;
+    h->current[pg->cls] = pg;
+}
+
+/* pg, its class's current page, stops being current: it is free if no block
+ * is out (no free would retire it later), full if it has no free block
+ * (a small page's `used` becomes the sentinel 1), or else queued.  The
+ * class's TLS list must hold none of its blocks; the caller sets the next
+ * current page. */
+static inline void hk_page_leave_current(struct hk_heap *h, struct hk_page *pg)
+{
+    if (h->current[pg->cls] == pg)
+        h->current[pg->cls] = NULL;
+    if (pg->used == 0) {
+        hk_page_retire(pg);
+    } else if (pg->kind == HK_SMALL ? pg->local_free == NULL && pg->unbumped == 0
+                                    : pg->used == pg->capacity) {
+        pg->state = HK_PAGE_FULL;
+        if (pg->kind == HK_SMALL)
+            pg->used = 1;
+    } else {
+        pg->state = HK_PAGE_AVAILABLE;
+        hk_page_queue_push(h, pg);
+    }
+}
+
+/* pg was full and a block came back to it. */
+static inline void hk_page_regained(struct hk_heap *h, struct hk_page *pg)
+{
+    pg->state = HK_PAGE_AVAILABLE;
+    hk_page_queue_push(h, pg);
+}
+
+/* pg, queued, holds no block any more. */
+static inline void hk_page_drained(struct hk_heap *h, struct hk_page *pg)
+{
+    hk_page_queue_remove(h, pg);
+    hk_page_retire(pg);
 }
 
 /* ---- huge blocks (huge.c) ------------------------------------------------ */

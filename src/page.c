@@ -159,18 +159,9 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
          * ones, serve from a page of the queue, whose free blocks are
          * already touched. */
         struct hk_page *next = hk_page_queue_take(h, cls);
-        if (pg->local_free == NULL && pg->unbumped == 0) {
-            pg->state = HK_PAGE_FULL;
-            pg->used = 1;
-        } else if (pg->used == 0) {
-            hk_page_retire(pg); /* no block out: no free would retire it */
-        } else {
-            pg->state = HK_PAGE_AVAILABLE;
-            hk_page_queue_push(h, pg);
-        }
+        hk_page_leave_current(h, pg);
+        hk_page_make_current(h, next);
         pg = next;
-        pg->state = HK_PAGE_CURRENT;
-        h->current[cls] = pg;
     }
     for (;;) {
         if (pg != NULL) {
@@ -181,8 +172,7 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
                 hk_tls.free[cls] = *(void **)list;
                 return list;
             }
-            pg->state = HK_PAGE_FULL;
-            pg->used = 1;
+            hk_page_leave_current(h, pg); /* no block left: full */
         }
         pg = hk_page_next_current(h, cls);
         if (pg == NULL)
@@ -215,12 +205,12 @@ struct hk_page *hk_page_next_current(struct hk_heap *h, unsigned cls)
     struct hk_page *pg = hk_page_queue_take(h, cls);
     if (pg == NULL)
         pg = page_new(h, cls);
-    h->current[cls] = pg;
     if (pg == NULL) {
+        h->current[cls] = NULL;
         errno = ENOMEM;
         return NULL;
     }
-    pg->state = HK_PAGE_CURRENT;
+    hk_page_make_current(h, pg);
     return pg;
 }
 
@@ -257,13 +247,11 @@ void hk_page_event(void *block)
     struct hk_heap *h = pg->heap;
     switch (pg->state) {
     case HK_PAGE_FULL:
-        pg->used = pg->capacity - 1;
-        pg->state = HK_PAGE_AVAILABLE;
-        hk_page_queue_push(h, pg);
+        pg->used = pg->capacity - 1; /* from the sentinel: one block is back */
+        hk_page_regained(h, pg);
         break;
     case HK_PAGE_AVAILABLE:
-        hk_page_queue_remove(h, pg);
-        hk_page_retire(pg);
+        hk_page_drained(h, pg);
         break;
     default:
         /* The current page emptied (its TLS list is empty too, as used is
@@ -287,9 +275,8 @@ void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg)
     size_t touched = pg->kind == HK_SMALL ? (size_t)1 << HK_SMALL_PAGE_SHIFT
                                           : (size_t)pg->touched * pg->block_size;
     if (!pg->keep_empty || !hk_in_first_arena(h, pg) || touched > hk_config.idle_keep) {
-        h->current[pg->cls] = NULL;
         h->retired_current[pg->cls] = pg;
-        hk_page_retire(pg);
+        hk_page_leave_current(h, pg);
     }
 }
 
