@@ -40,6 +40,28 @@ $(BUILD)/api-obj/%.o: src/%.c $(HDRS) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -DHAKMEM_NO_OVERRIDE -c $< -o $@
 
+# The debug build: the same library with its invariant checks (HK_DEBUG:
+# HK_ASSERT, the page checker of src/check.c), at -O1 for debuggers.
+DEBUG_OBJS := $(SRCS:src/%.c=$(BUILD)/debug-obj/%.o)
+DEBUG_SO   := $(BUILD)/debug/libhakmem.so
+DEBUG_A    := $(BUILD)/debug/libhakmem.a
+
+$(BUILD)/debug-obj/%.o: src/%.c $(HDRS) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -O1 -DHK_DEBUG -c $< -o $@
+
+.PHONY: debug
+debug: $(DEBUG_SO) $(DEBUG_A)
+
+$(DEBUG_SO): $(DEBUG_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_LDFLAGS) -Wl,-soname,libhakmem.so.0 -o $@ $(DEBUG_OBJS) $(LIB_LIBS)
+
+$(DEBUG_A): $(DEBUG_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(AR) rcs $@ $(DEBUG_OBJS)
+
 # The soname carries the ABI version (struct hak_stats is part of the ABI);
 # the link next to the library lets programs linked in the tree run from it.
 $(SO): $(OBJS)

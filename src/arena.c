@@ -433,6 +433,7 @@ bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
     pg->block_size = 0;
     pg->freed_at = now;
     pthread_mutex_lock(&h->pool_lock);
+    HK_ASSERT(a->pages_in_use > 0);
     a->pages_in_use--;
     dirty_push(r, pg);
     if (atomic_load_explicit(&h->purge_at, memory_order_relaxed) == 0)

@@ -207,8 +207,10 @@ HK_NOINLINE void hk_bitmap_page_event(struct hk_page *pg)
             hk_page_regained(h, pg);
         }
     }
-    if (pg->used != 0)
+    if (pg->used != 0) {
+        HK_CHECK_PAGE(pg);
         return;
+    }
     if (pg->state == HK_PAGE_AVAILABLE) {
         hk_page_drained(h, pg);
     } else {

@@ -94,6 +94,7 @@ void hk_heap_flush_tls(struct hk_heap *h)
         if (list == NULL)
             continue;
         struct hk_page *pg = h->current[cls];
+        HK_ASSERT(pg != NULL && pg->state == HK_PAGE_CURRENT);
         void *tail = list;
         int32_t n = 1;
         while (*(void **)tail != NULL) {

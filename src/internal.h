@@ -84,6 +84,23 @@ __attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *
 __attribute__((noreturn)) void hk_fatal(const char *msg);
 void hk_warn(const char *msg);
 
+/* ---- invariant checks (check.c): the debug build only ------------------- */
+
+/* `make debug` (and the sanitizer and fuzz builds) define HK_DEBUG: then
+ * HK_ASSERT checks its condition and HK_CHECK_PAGE checks a page's state
+ * against its counters and lists, and either reports and aborts.  In the
+ * release build both compile to nothing. */
+struct hk_page;
+#ifdef HK_DEBUG
+__attribute__((noreturn)) void hk_assert_failed(const char *what, const char *file, int line);
+void hk_page_check(const struct hk_page *pg, const char *file, int line);
+#define HK_ASSERT(cond) (HK_LIKELY(cond) ? (void)0 : hk_assert_failed(#cond, __FILE__, __LINE__))
+#define HK_CHECK_PAGE(pg) hk_page_check((pg), __FILE__, __LINE__)
+#else
+#define HK_ASSERT(cond) ((void)sizeof(cond))
+#define HK_CHECK_PAGE(pg) ((void)sizeof(pg))
+#endif
+
 /* ---- pages --------------------------------------------------------------- */
 
 enum hk_page_state {
@@ -481,6 +498,7 @@ static inline void hk_page_make_current(struct hk_heap *h, struct hk_page *pg)
 {
     pg->state = HK_PAGE_CURRENT;
     h->current[pg->cls] = pg;
+    HK_CHECK_PAGE(pg);
 }
 
 /* pg, its class's current page, stops being current: it is free if no block
@@ -493,9 +511,11 @@ static inline void hk_page_leave_current(struct hk_heap *h, struct hk_page *pg)
     if (h->current[pg->cls] == pg)
         h->current[pg->cls] = NULL;
     if (pg->used == 0) {
-        hk_page_retire(pg);
-    } else if (pg->kind == HK_SMALL ? pg->local_free == NULL && pg->unbumped == 0
-                                    : pg->used == pg->capacity) {
+        hk_page_retire(pg); /* pg may be purged and unmapped from here on */
+        return;
+    }
+    if (pg->kind == HK_SMALL ? pg->local_free == NULL && pg->unbumped == 0
+                             : pg->used == pg->capacity) {
         pg->state = HK_PAGE_FULL;
         if (pg->kind == HK_SMALL)
             pg->used = 1;
@@ -503,6 +523,7 @@ static inline void hk_page_leave_current(struct hk_heap *h, struct hk_page *pg)
         pg->state = HK_PAGE_AVAILABLE;
         hk_page_queue_push(h, pg);
     }
+    HK_CHECK_PAGE(pg);
 }
 
 /* pg was full and a block came back to it. */
@@ -510,6 +531,7 @@ static inline void hk_page_regained(struct hk_heap *h, struct hk_page *pg)
 {
     pg->state = HK_PAGE_AVAILABLE;
     hk_page_queue_push(h, pg);
+    HK_CHECK_PAGE(pg);
 }
 
 /* pg, queued, holds no block any more. */

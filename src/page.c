@@ -85,6 +85,7 @@ static void *page_take(struct hk_heap *h, struct hk_page *pg)
 void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg)
 {
     struct hk_page *head = h->queue[pg->cls];
+    HK_ASSERT(pg->next == NULL && pg->prev == NULL && head != pg);
     pg->prev = NULL;
     pg->next = head;
     if (head != NULL)
@@ -153,6 +154,8 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
     if (h == NULL)
         return NULL;
     struct hk_page *pg = h->current[cls];
+    if (pg != NULL)
+        HK_CHECK_PAGE(pg); /* as the thread's list ran out, before the take */
     if (pg != NULL && h->queue[cls] != NULL &&
         (unsigned)(pg->capacity - pg->unbumped - pg->used) * 2 < hk_classes[cls].batch) {
         /* Few blocks came back to the current page: rather than carve new
@@ -170,6 +173,7 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
                 list = page_take(h, pg);
             if (list != NULL) {
                 hk_tls.free[cls] = *(void **)list;
+                HK_CHECK_PAGE(pg);
                 return list;
             }
             hk_page_leave_current(h, pg); /* no block left: full */
@@ -227,12 +231,14 @@ void *hk_refill(unsigned cls)
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
         unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
         if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
+            HK_CHECK_PAGE(pg);
             void *list = pg->local_free;
             pg->local_free = NULL;
             pg->used = pg->capacity - pg->unbumped;
             hk_count(&h->refills[cls], 1);
             hk_count(&h->supplied[cls], freed);
             hk_tls.free[cls] = *(void **)list;
+            HK_CHECK_PAGE(pg);
             return list;
         }
     }
@@ -283,6 +289,7 @@ void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg)
 void hk_page_retire(struct hk_page *pg)
 {
     struct hk_heap *h = pg->heap;
+    HK_ASSERT(pg->used == 0 && pg->state != HK_PAGE_FREE);
     uint64_t now = hk_clock_ms();
     bool over_keep = hk_arena_page_free(pg, now);
     hk_purge_schedule(h, now, over_keep);

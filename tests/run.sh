@@ -130,6 +130,22 @@ else
 		run "$p [static]" "${xfail[@]}" "$B/static/$p"
 	done
 
+	# 1b. The same programs on the debug build (make debug): hakmem checks
+	# its own invariants (HK_ASSERT, the page checker) as they run.
+	if [[ -f $ROOT/build/debug/libhakmem.so ]]; then
+		for p in $C_PROGS; do
+			[[ $p == bad/hardened_xfail ]] && continue
+			run "debug/$p" env LD_PRELOAD="$ROOT/build/debug/libhakmem.so" "$B/plain/$p"
+		done
+		for p in "$B"/debug-tests/*; do
+			run "debug/$(basename "$p")" env LD_PRELOAD="$ROOT/build/debug/libhakmem.so" "$p"
+		done
+	elif ((!list)); then
+		echo "FAIL  setup: build/debug/libhakmem.so is missing (make debug)"
+		failed=$((failed + 1))
+		failed_names+=("setup: debug build")
+	fi
+
 	# Strict overcommit accounting, where this machine lets it be set.
 	run "api/strict_overcommit" tests/overcommit.sh "$B" "$LIB"
 

@@ -3,7 +3,8 @@
 # from src/*.c with clang, and the test programs that drive them.
 # Included from tests/tests.mk.
 
-SAN_COMMON := -std=gnu11 -O1 -g -fno-omit-frame-pointer -DHAKMEM_NO_OVERRIDE \
+# HK_DEBUG: these builds run the allocator's invariant checks too (src/check.c).
+SAN_COMMON := -std=gnu11 -O1 -g -fno-omit-frame-pointer -DHAKMEM_NO_OVERRIDE -DHK_DEBUG \
 	-Iinclude -Isrc -Itests/lib -pthread -ftls-model=initial-exec -fno-builtin \
 	-fno-sanitize-recover=all
 SAN_FLAGS_asan := -fsanitize=address,undefined

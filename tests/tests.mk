@@ -39,7 +39,7 @@ include tests/sanitize.mk
 .PHONY: test tests-build tests-deps
 test:
 	@scripts/install-test-deps.sh
-	@$(MAKE) --no-print-directory lib
+	@$(MAKE) --no-print-directory lib debug
 	@$(MAKE) --no-print-directory tests-build
 	@$(MAKE) --no-print-directory test-install
 	@tests/run.sh $(TESTS)
@@ -47,7 +47,15 @@ test:
 tests-deps:
 	@scripts/install-test-deps.sh
 
-tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN)
+# Tests of the debug build's own checks: they reach into the page header
+# (-Isrc) and run with build/debug/libhakmem.so preloaded.
+DEBUG_TESTS := $(patsubst tests/debug/%.c,$(T)/debug-tests/%,$(wildcard tests/debug/*.c))
+
+tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS)
+
+$(T)/debug-tests/%: tests/debug/%.c $(CHECK_LIB) $(TEST_HDRS) $(HDRS) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) -Isrc $< $(CHECK_LIB) -o $@
 
 $(T)/obj/lib/%.o: tests/lib/%.c $(TEST_HDRS) tests/tests.mk
 	@mkdir -p $(dir $@)

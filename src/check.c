@@ -1,0 +1,185 @@
+/*
+ * Invariant checks of the debug build (HK_DEBUG: `make debug`, and the
+ * sanitizer and fuzz builds of `make test`).  The release build compiles
+ * none of this: HK_ASSERT and HK_CHECK_PAGE are empty there.
+ *
+ * hk_page_check verifies a page in use against its own counters, by the
+ * owner (the only thread that writes them).  Every block is in exactly one
+ * place, and the counts agree:
+ *   small page: with the user or on its way back from another thread (both
+ *     counted in `used`, with the owner's TLS list when the page is
+ *     current), in local_free, or never carved (`unbumped`, at the end), so
+ *     used + local_free + unbumped = capacity; a full page has no free
+ *     block and the sentinel used = 1; local_free and the TLS list hold
+ *     carved blocks of this page, each once, at a block boundary;
+ *   medium and large page: used = capacity - free bits below capacity, the
+ *     bits from capacity on are set, touched and reach within capacity;
+ *   every page: its class's geometry; CURRENT is its class's current page,
+ *   AVAILABLE is linked in its class's queue, FULL and CURRENT in none.
+ */
+#include "internal.h"
+
+#ifdef HK_DEBUG
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* "hakmem: <what> at <file>:<line>: <detail> (page 0x...)", then abort. */
+static __attribute__((noreturn)) void fail(const char *what, const char *detail,
+                                           const void *pg, const char *file, int line)
+{
+    char buf[512];
+    size_t len = 0;
+    const char *parts[] = {"hakmem: ", what, " at ", file, ":"};
+    for (unsigned i = 0; i < 5; i++) {
+        size_t n = strlen(parts[i]);
+        if (len + n < sizeof buf - 64) {
+            memcpy(buf + len, parts[i], n);
+            len += n;
+        }
+    }
+    char digits[16];
+    unsigned nd = 0;
+    for (unsigned v = (unsigned)line; nd == 0 || v != 0; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    while (nd > 0)
+        buf[len++] = digits[--nd];
+    buf[len++] = ':';
+    buf[len++] = ' ';
+    size_t n = strlen(detail);
+    if (len + n > sizeof buf - 40)
+        n = sizeof buf - 40 - len;
+    memcpy(buf + len, detail, n);
+    len += n;
+    if (pg != NULL) {
+        static const char hex[] = "0123456789abcdef";
+        memcpy(buf + len, " (page 0x", 9);
+        len += 9;
+        for (int shift = 60; shift >= 0; shift -= 4)
+            buf[len++] = hex[((uintptr_t)pg >> shift) & 15];
+        buf[len++] = ')';
+    }
+    buf[len++] = '\n';
+    (void)!write(STDERR_FILENO, buf, len);
+    abort();
+}
+
+void hk_assert_failed(const char *what, const char *file, int line)
+{
+    fail("assertion failed", what, NULL, file, line);
+}
+
+#define PAGE_FAIL(detail) fail("page check failed", (detail), pg, file, line)
+
+/* Walk a list of pg's blocks, marking each in `seen`: each must be a carved
+ * block of pg, at a block boundary, and in no list walked before.  Returns
+ * its length. */
+static unsigned walk(const struct hk_page *pg, const void *list, uint64_t *seen,
+                     const char *file, int line)
+{
+    unsigned carved = (unsigned)(pg->capacity - pg->unbumped);
+    unsigned n = 0;
+    for (const void *b = list; b != NULL; b = *(void *const *)b) {
+        uintptr_t off = (uintptr_t)b - (uintptr_t)pg->blocks;
+        if ((uintptr_t)b < (uintptr_t)pg->blocks || off % pg->block_size != 0)
+            PAGE_FAIL("a free list holds an address that is not a block of the page");
+        uintptr_t i = off / pg->block_size;
+        if (i >= carved)
+            PAGE_FAIL("a free list holds a block that was never carved");
+        if (seen[i / 64] >> (i % 64) & 1)
+            PAGE_FAIL("a block is twice in the free lists (a double free?)");
+        seen[i / 64] |= (uint64_t)1 << (i % 64);
+        n++;
+    }
+    return n;
+}
+
+static void check_small(const struct hk_page *pg, const char *file, int line)
+{
+    uint64_t seen[(((size_t)1 << HK_SMALL_PAGE_SHIFT) / 16 + 63) / 64] = {0};
+    if (pg->unbumped > pg->capacity)
+        PAGE_FAIL("more blocks uncarved than the page has");
+    unsigned local = walk(pg, pg->local_free, seen, file, line);
+    const struct hk_heap *h = pg->heap;
+    unsigned cached = 0;
+    if (pg->state == HK_PAGE_CURRENT && hk_tls.heap == h)
+        cached = walk(pg, hk_tls.free[pg->cls], seen, file, line);
+    if (pg->state == HK_PAGE_FULL) {
+        if (local != 0 || pg->unbumped != 0 || pg->used != 1)
+            PAGE_FAIL("a full page has free blocks, or used is not the sentinel 1");
+        return;
+    }
+    if ((unsigned)pg->used + local + pg->unbumped != pg->capacity)
+        PAGE_FAIL("used + local_free + unbumped is not the capacity");
+    if ((unsigned)pg->used < cached)
+        PAGE_FAIL("the thread's list holds more blocks than used counts");
+}
+
+static void check_bitmap(const struct hk_page *pg, const char *file, int line)
+{
+    unsigned free_blocks = 0;
+    for (unsigned i = 0; i < HK_BITMAP_WORDS * 64; i++) {
+        bool free_bit = pg->free_map[i / 64] >> (i % 64) & 1;
+        if (i < pg->capacity)
+            free_blocks += free_bit;
+        else if (!free_bit)
+            PAGE_FAIL("a bit past the last block is clear");
+    }
+    if (pg->used < 0 || (unsigned)pg->used + free_blocks != pg->capacity)
+        PAGE_FAIL("used does not match the bitmap");
+    if (pg->state == HK_PAGE_FULL && pg->used != pg->capacity)
+        PAGE_FAIL("a full page has free blocks");
+    if (pg->touched > pg->capacity || pg->reach > pg->capacity ||
+        pg->reach_before > pg->capacity)
+        PAGE_FAIL("touched or reach beyond the last block");
+}
+
+void hk_page_check(const struct hk_page *pg, const char *file, int line)
+{
+    if (pg->state == HK_PAGE_FREE) {
+        if (pg->block_size != 0)
+            PAGE_FAIL("a free page has a block size");
+        return;
+    }
+    const struct hk_heap *h = pg->heap;
+    if (h == NULL || pg->cls == 0 || pg->cls >= HK_NCLASSES)
+        PAGE_FAIL("no owner, or no size class");
+    const struct hk_class *k = &hk_classes[pg->cls];
+    if (pg->block_size != k->block_size || pg->kind != k->kind ||
+        pg->first_block != k->first_block || pg->div_magic != k->div_magic ||
+        pg->capacity == 0 || pg->capacity > k->capacity ||
+        pg->blocks != hk_page_base(pg) + pg->first_block)
+        PAGE_FAIL("the page's geometry is not its class's");
+    switch (pg->state) {
+    case HK_PAGE_CURRENT:
+        if (h->current[pg->cls] != pg)
+            PAGE_FAIL("a current page is not its class's current page");
+        /* fall through */
+    case HK_PAGE_FULL:
+        if (pg->next != NULL || pg->prev != NULL)
+            PAGE_FAIL("a current or full page is linked in a queue");
+        break;
+    case HK_PAGE_AVAILABLE:
+        if (pg->prev != NULL ? pg->prev->next != pg : h->queue[pg->cls] != pg)
+            PAGE_FAIL("an available page is not linked in its class's queue");
+        if (pg->next != NULL && pg->next->prev != pg)
+            PAGE_FAIL("the queue's links do not agree");
+        if (h->current[pg->cls] == pg)
+            PAGE_FAIL("an available page is also the current page");
+        break;
+    default:
+        PAGE_FAIL("no such state");
+    }
+    if (pg->kind == HK_SMALL)
+        check_small(pg, file, line);
+    else
+        check_bitmap(pg, file, line);
+}
+
+#else
+
+/* The release build: nothing is checked. */
+typedef int hk_check_is_empty;
+
+#endif
