@@ -18,6 +18,7 @@ BENCH_HDRS   := $(wildcard bench/common/*.h)
 BENCH_NOOP   := $(BENCH_OUT)/libnoop_malloc.so
 
 # Driver options, all optional: QUICK=1 RUNS=N WORKLOADS=a,b ALLOCATORS=x,y
+# PEERS=name=path,... (more allocators to compare, by the path of their .so)
 # IPO=1 (callgrind instructions/op) SYSCALLS=1 (strace syscalls/op)
 # RSS_TRACE=1 (RSS over time) BENCH_ARGS='...' (any other driver flag).
 # Each target passes on the ones it understands.
@@ -29,10 +30,11 @@ BENCH_EXTRA  = $(if $(IPO),--ipo) $(if $(SYSCALLS),--syscalls) \
 # Debian's python3, where Debian's matplotlib is installed (a python3 earlier
 # in PATH, e.g. from pyenv, would not see it).
 # The make command line is recorded in the reports.
-BENCH_VARS := QUICK RUNS WORKLOADS ALLOCATORS IPO SYSCALLS RSS_TRACE BENCH_ARGS \
-	A B DURATION
+BENCH_VARS := QUICK RUNS WORKLOADS ALLOCATORS PEERS IPO SYSCALLS RSS_TRACE \
+	BENCH_ARGS A B DURATION
 BENCH_PY = HAKBENCH_MAKE_COMMAND='$(strip make $@ $(foreach v,$(BENCH_VARS),$(if \
 	$(filter command line,$(origin $(v))),$(v)=$($(v)))))' \
+	HAKBENCH_PEERS='$(PEERS)' \
 	$(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3) bench/hakbench.py
 
 .PHONY: bench bench-build bench-deps bench-lib bench-ipo bench-remote ab soak

@@ -135,6 +135,28 @@ def peers():
             if os.path.exists(path):
                 found.append(Allocator(name, path, version=_dpkg_version(path)))
                 break
+    return found + extra_peers(os.environ.get("HAKBENCH_PEERS", ""))
+
+
+def extra_peers(spec):
+    """Peers given by path: "name=path,name=path" (make's PEERS=...).  Each is
+    checked as hakmem is: a copy that a rebuild cannot touch, and a probe that
+    it really serves malloc when preloaded."""
+    found = []
+    for item in [i.strip() for i in spec.split(",") if i.strip()]:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"PEERS: '{item}' is not name=path")
+        if name in ("hakmem", "glibc", "floor") or name in [n for n, _ in PEERS]:
+            raise SystemExit(f"PEERS: the name '{name}' is taken")
+        path = os.path.abspath(path)
+        if not os.path.exists(path):
+            found.append(Allocator(name, path, broken=f"{path} does not exist"))
+            continue
+        copy, digest = snapshot(path)
+        a = Allocator(name, copy, version=f"{paths.rel(path)} sha256 {digest}")
+        a.broken = _loads(a)
+        found.append(a)
     return found
 
 

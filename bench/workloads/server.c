@@ -9,8 +9,13 @@
  * server's requests move between worker threads.  An op is one call
  * (each iteration makes a free and a malloc).
  *
+ * With <lifetime> > 0, a thread retires after that many iterations and a new
+ * thread takes over its slot set, as a server replaces its workers: the
+ * blocks of a dead thread are freed by the living, and every new thread
+ * starts with an empty cache.
+ *
  * usage: server <threads> <iterations-per-thread> <slots> <min> <max>
- *               <batch> <seed> */
+ *               <batch> <seed> [<lifetime>] */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -26,10 +31,10 @@
 #include "sampler.h"
 #include "scratch.h"
 
-#define USAGE "<threads> <iterations-per-thread> <slots> <min> <max> <batch> <seed>"
+#define USAGE "<threads> <iterations-per-thread> <slots> <min> <max> <batch> <seed> [<lifetime>]"
 
 static uint32_t nthreads, nslots, min_size, max_size, batch;
-static uint64_t iterations, seed;
+static uint64_t iterations, seed, lifetime;
 static _Atomic(char **) *table; /* nthreads spare sets */
 
 BENCH_LOOP void bench_loop(char **set, uint32_t n, rng_t *state)
@@ -48,19 +53,27 @@ BENCH_LOOP void bench_loop(char **set, uint32_t n, rng_t *state)
     *state = r;
 }
 
+/* One thread's share of the work; its successors carry it on. */
+struct job {
+    int id;
+    uint64_t done;  /* iterations of this share made so far */
+    char **set;     /* the set it holds */
+    rng_t rng;
+};
+
 static void *worker(void *arg)
 {
-    int id = (int)(intptr_t)arg;
-    rng_t rng = rng_seed(seed + (uint64_t)id);
-    char **set = scratch_alloc(nslots * sizeof *set);
-    for (uint64_t done = 0; done < iterations; done += batch) {
-        uint32_t n = iterations - done < batch ? (uint32_t)(iterations - done) : batch;
-        bench_loop(set, n, &rng);
-        progress_add(id, 2 * (uint64_t)n);
-        set = atomic_exchange(&table[rng_below(&rng, nthreads)], set);
+    struct job *job = arg;
+    uint64_t end = lifetime && iterations - job->done > lifetime
+                 ? job->done + lifetime : iterations;
+    while (job->done < end) {
+        uint32_t n = end - job->done < batch ? (uint32_t)(end - job->done) : batch;
+        bench_loop(job->set, n, &job->rng);
+        progress_add(job->id, 2 * (uint64_t)n);
+        job->set = atomic_exchange(&table[rng_below(&job->rng, nthreads)], job->set);
+        job->done += n;
     }
-    /* Park the set for main to free: it holds other threads' blocks too. */
-    return set;
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -72,6 +85,7 @@ int main(int argc, char **argv)
     max_size = (uint32_t)arg_u64(argc, argv, 5, 512, USAGE);
     batch = (uint32_t)arg_u64(argc, argv, 6, 1000, USAGE);
     seed = arg_u64(argc, argv, 7, 42, USAGE);
+    lifetime = arg_u64(argc, argv, 8, 0, USAGE);
     CHECK(nthreads > 0 && nthreads <= SAMPLER_MAX_WORKERS && nslots > 0 &&
           min_size > 0 && min_size <= max_size && batch > 0, USAGE);
 
@@ -80,23 +94,41 @@ int main(int argc, char **argv)
     for (uint32_t t = 0; t < nthreads; t++)
         table[t] = scratch_alloc(nslots * sizeof(char *));
     pthread_t *threads = scratch_alloc(nthreads * sizeof *threads);
-    char ***held = scratch_alloc(nthreads * sizeof *held);
+    struct job *jobs = scratch_alloc(nthreads * sizeof *jobs);
+    for (uint32_t t = 0; t < nthreads; t++) {
+        jobs[t].id = (int)t;
+        jobs[t].set = scratch_alloc(nslots * sizeof(char *));
+        jobs[t].rng = rng_seed(seed + t);
+    }
     sampler_start(0);
 
     marker_begin();
     double t0 = clock_now();
     for (uint32_t t = 0; t < nthreads; t++)
-        CHECK(pthread_create(&threads[t], NULL, worker, (void *)(intptr_t)t) == 0,
+        CHECK(pthread_create(&threads[t], NULL, worker, &jobs[t]) == 0,
               "pthread_create failed");
-    for (uint32_t t = 0; t < nthreads; t++)
-        pthread_join(threads[t], (void **)&held[t]);
+    /* Join the threads in turn; replace each retired one while the others
+     * run on. */
+    for (uint32_t live = nthreads; live > 0;)
+        for (uint32_t t = 0; t < nthreads; t++) {
+            if (threads[t] == 0) /* its share is done */
+                continue;
+            pthread_join(threads[t], NULL);
+            threads[t] = 0;
+            if (jobs[t].done < iterations)
+                CHECK(pthread_create(&threads[t], NULL, worker, &jobs[t]) == 0,
+                      "pthread_create failed");
+            else
+                live--;
+        }
     double t1 = clock_now();
     marker_end();
 
     sampler_stop();
+    /* The sets hold every thread's blocks. */
     for (uint32_t t = 0; t < nthreads; t++)
         for (uint32_t k = 0; k < nslots; k++) {
-            free(held[t][k]);
+            free(jobs[t].set[k]);
             free(table[t][k]);
         }
     report_begin("server", "call", 2 * iterations * nthreads, t1 - t0,
@@ -104,6 +136,7 @@ int main(int argc, char **argv)
     report_int("slots", nslots);
     report_int("min_size", min_size);
     report_int("max_size", max_size);
+    report_int("lifetime", (long long)lifetime);
     report_end();
     return 0;
 }
