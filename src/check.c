@@ -9,8 +9,9 @@
  *   small page: with the user or on its way back from another thread (both
  *     counted in `used`, with the owner's TLS list when the page is
  *     current), in local_free, or never carved (`unbumped`, at the end), so
- *     used + local_free + unbumped = capacity; a full page has no free
- *     block and the sentinel used = 1; local_free and the TLS list hold
+ *     used + local_free + unbumped = capacity; a full page has none
+ *     uncarved, fewer than `regain` in local_free and used = regain minus
+ *     those; local_free and the TLS list hold
  *     carved blocks of this page, each once, at a block boundary;
  *   medium and large page: used = capacity - free bits below capacity, the
  *     bits from capacity on are set, touched and reach within capacity;
@@ -106,8 +107,9 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
     if (pg->state == HK_PAGE_CURRENT && hk_tls.heap == h)
         cached = walk(pg, hk_tls.free[pg->cls], seen, file, line);
     if (pg->state == HK_PAGE_FULL) {
-        if (local != 0 || pg->unbumped != 0 || pg->used != 1)
-            PAGE_FAIL("a full page has free blocks, or used is not the sentinel 1");
+        unsigned regain = hk_classes[pg->cls].regain;
+        if (pg->unbumped != 0 || local >= regain || (unsigned)pg->used != regain - local)
+            PAGE_FAIL("a full page has blocks to give, or used is not regain - local_free");
         return;
     }
     if ((unsigned)pg->used + local + pg->unbumped != pg->capacity)

@@ -107,7 +107,9 @@ enum hk_page_state {
     HK_PAGE_FREE = 0,  /* not in use (a purged page reads as zero: free) */
     HK_PAGE_CURRENT,   /* the heap allocates from it; its list is in TLS */
     HK_PAGE_AVAILABLE, /* in the class queue: has free blocks */
-    HK_PAGE_FULL,      /* every block handed out; `used` is a sentinel 1 */
+    HK_PAGE_FULL,      /* fewer free blocks than its class's `regain` (medium
+                        * and large: none); a small one's `used` counts down
+                        * to regaining them */
 };
 
 /* The page header (see hk_page_header for where it is): two cache lines,
@@ -205,6 +207,7 @@ struct hk_class {
     uint16_t first_block; /* offset of block 0 in its page */
     uint16_t capacity;  /* blocks per page */
     uint16_t batch;     /* blocks carved from a fresh page at a time */
+    uint16_t regain;    /* small: free blocks that bring a full page back */
     uint8_t kind;
 };
 extern struct hk_class hk_classes[HK_NCLASSES];
@@ -502,10 +505,13 @@ static inline void hk_page_make_current(struct hk_heap *h, struct hk_page *pg)
 }
 
 /* pg, its class's current page, stops being current: it is free if no block
- * is out (no free would retire it later), full if it has no free block
- * (a small page's `used` becomes the sentinel 1), or else queued.  The
- * class's TLS list must hold none of its blocks; the caller sets the next
- * current page. */
+ * is out (no free would retire it later), full if it has too few free
+ * blocks to be worth a refill, or else queued.  A small page is full with
+ * fewer than its class's `regain` free blocks and nothing uncarved; its
+ * `used` then counts the frees still missing (regain - free blocks), so
+ * that free's fast path, which decrements it, brings the page back at zero
+ * with `regain` blocks to give.  The class's TLS list must hold none of its
+ * blocks; the caller sets the next current page. */
 static inline void hk_page_leave_current(struct hk_heap *h, struct hk_page *pg)
 {
     if (h->current[pg->cls] == pg)
@@ -514,11 +520,18 @@ static inline void hk_page_leave_current(struct hk_heap *h, struct hk_page *pg)
         hk_page_retire(pg); /* pg may be purged and unmapped from here on */
         return;
     }
-    if (pg->kind == HK_SMALL ? pg->local_free == NULL && pg->unbumped == 0
-                             : pg->used == pg->capacity) {
+    if (pg->kind == HK_SMALL) {
+        unsigned free_blocks = (unsigned)(pg->capacity - pg->used);
+        unsigned regain = hk_classes[pg->cls].regain;
+        if (pg->unbumped == 0 && free_blocks < regain) {
+            pg->state = HK_PAGE_FULL;
+            pg->used = (int32_t)(regain - free_blocks);
+        } else {
+            pg->state = HK_PAGE_AVAILABLE;
+            hk_page_queue_push(h, pg);
+        }
+    } else if (pg->used == pg->capacity) {
         pg->state = HK_PAGE_FULL;
-        if (pg->kind == HK_SMALL)
-            pg->used = 1;
     } else {
         pg->state = HK_PAGE_AVAILABLE;
         hk_page_queue_push(h, pg);
@@ -526,7 +539,8 @@ static inline void hk_page_leave_current(struct hk_heap *h, struct hk_page *pg)
     HK_CHECK_PAGE(pg);
 }
 
-/* pg was full and a block came back to it. */
+/* pg was full and has blocks to give again (a small page: `regain` of
+ * them; its caller sets `used`). */
 static inline void hk_page_regained(struct hk_heap *h, struct hk_page *pg)
 {
     pg->state = HK_PAGE_AVAILABLE;

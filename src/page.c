@@ -14,10 +14,13 @@
  * for the TLS list always empties local_free, after which used is simply
  * capacity - unbumped: no list is ever walked to count it.
  *
- * A page whose blocks are all out is FULL: it leaves the class queue, and
- * `used` becomes a sentinel 1 so that the first free into it reaches zero and
- * brings it back (hk_page_event).  So free's fast path needs one counter
- * decrement and one branch for every page transition.
+ * A page with fewer free blocks than its class's `regain` (a few, or 1:
+ * see size_class.c) and none uncarved is FULL: it leaves the class queue,
+ * and `used` becomes the count of frees missing to `regain`, so that the
+ * free that completes them reaches zero and brings it back (hk_page_event)
+ * with that many blocks to give.  So free's fast path needs one counter
+ * decrement and one branch for every page transition, and a refill never
+ * takes a page that would serve only a malloc or two.
  */
 #include <errno.h>
 
@@ -252,8 +255,8 @@ void hk_page_event(void *block)
     struct hk_page *pg = hk_page_of_block(block);
     struct hk_heap *h = pg->heap;
     switch (pg->state) {
-    case HK_PAGE_FULL:
-        pg->used = pg->capacity - 1; /* from the sentinel: one block is back */
+    case HK_PAGE_FULL: /* all its blocks out but the class's `regain` */
+        pg->used = pg->capacity - hk_classes[pg->cls].regain;
         hk_page_regained(h, pg);
         break;
     case HK_PAGE_AVAILABLE:

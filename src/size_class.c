@@ -59,6 +59,17 @@ void hk_classes_init(void)
                 batch = k->capacity;
         }
         k->batch = (uint16_t)batch;
+        /* A full small page comes back to its queue only when half a batch
+         * of its blocks are free, so that a refill from it serves that many
+         * mallocs: when frees land one by one in many full pages (a large
+         * heap replaced at random), a page regained for each free would
+         * cost a refill, a page switch and two queue links per malloc.
+         * Those free blocks are unusable until then: at most 1/16 of a
+         * page, which bounds the memory this costs. */
+        size_t regain = batch / 2;
+        if (regain > k->capacity / 16u)
+            regain = k->capacity / 16u;
+        k->regain = (uint16_t)(regain < 1 ? 1 : regain);
     }
     hk_class_of_index[0] = 1;
     for (unsigned i = 1; i < HK_FAST_INDEXES; i++) {

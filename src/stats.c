@@ -35,8 +35,8 @@ static uint64_t list_length(void *list)
 /* Blocks of page pg that are not with the user, apart from the TLS list. */
 static uint64_t page_free_blocks(const struct hk_page *pg)
 {
-    if (pg->state == HK_PAGE_FULL)
-        return 0; /* `used` is a sentinel; all blocks are out */
+    if (pg->state == HK_PAGE_FULL && pg->kind == HK_SMALL)
+        return hk_classes[pg->cls].regain - (uint64_t)pg->used; /* used counts down */
     return (uint64_t)(pg->capacity - pg->used);
 }
 
