@@ -99,8 +99,11 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
     uintptr_t addr = hk_huge_cache_take(&len, align, &have);
     if (addr != 0 && have < len) {
         void *grown = hk_os_remap((void *)addr, have, len);
+        /* mremap refuses a range that spans mappings (the cache merged
+         * neighbours that the kernel keeps apart): its pages stay cached,
+         * where a smaller block can use them, and this one is mapped anew. */
         if (grown == NULL)
-            hk_os_unmap((void *)addr, have); /* the range spans mappings */
+            hk_huge_cache_put(addr, have);
         addr = (uintptr_t)grown;
     }
     if (addr != 0) {
