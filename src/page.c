@@ -19,8 +19,8 @@
  * and `used` becomes the count of frees missing to `regain`, so that the
  * free that completes them reaches zero and brings it back (hk_page_event)
  * with that many blocks to give.  So free's fast path needs one counter
- * decrement and one branch for every page transition, and a refill never
- * takes a page that would serve only a malloc or two.
+ * decrement and one branch for every page transition, and a page taken
+ * back from the queue serves at least `regain` mallocs.
  */
 #include <errno.h>
 
