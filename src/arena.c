@@ -170,6 +170,13 @@ static size_t page_bytes(unsigned kind)
     return (size_t)1 << hk_page_shift(kind);
 }
 
+/* The base of pg, a page of `kind`: unlike hk_page_base, it does not read
+ * the header, which a free page may have purged to zero. */
+static char *page_base(const struct hk_page *pg, unsigned kind)
+{
+    return (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
+}
+
 static char *header_os_page(char *base, unsigned kind)
 {
     return kind == HK_SMALL ? base : base + page_bytes(kind) - HK_OS_PAGE;
@@ -196,7 +203,7 @@ static bool compact_map_blocks(struct hk_page *pg, unsigned kind, size_t want)
         want = mappable_end(kind);
     if (want <= have)
         return false;
-    char *base = (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
+    char *base = page_base(pg, kind);
     if (!compact_map(base + have, want - have))
         return false;
     pg->mapped = (uint32_t)want;
@@ -247,7 +254,7 @@ bool hk_arena_page_extend(struct hk_page *pg)
  * unmapped, and that page is emptied (it reads as zero: a free page). */
 static void compact_purge(struct hk_page *pg, unsigned kind)
 {
-    char *base = (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
+    char *base = page_base(pg, kind);
     char *rest = kind == HK_SMALL ? base + HK_OS_PAGE : base;
     char *end = base + mapped_end(pg, kind);
     if (end > rest)
@@ -492,13 +499,13 @@ size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
             size_t j = i + 1;
             while (j < n && (char *)batch[j] - (char *)batch[j - 1] == (ptrdiff_t)page_size)
                 j++;
-            hk_os_purge((void *)((uintptr_t)batch[i] & ~(page_size - 1)), (j - i) * page_size);
+            hk_os_purge(page_base(batch[i], kind), (j - i) * page_size);
             i = j;
         }
         pthread_mutex_lock(&h->pool_lock);
         h->purges_in_flight--;
         for (size_t i = 0; i < n; i++) {
-            uintptr_t base = (uintptr_t)batch[i] & ~(page_size - 1);
+            uintptr_t base = (uintptr_t)page_base(batch[i], kind);
             uint32_t index = (uint32_t)((base - a->base - hk_region_offset(kind)) >> shift);
             r->cleanmap[index / 64] |= (uint64_t)1 << (index % 64);
             if (index / 64 < r->clean_hint)
