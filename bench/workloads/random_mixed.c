@@ -18,6 +18,7 @@
 #include "args.h"
 #include "report.h"
 #include "rng.h"
+#include "sizes.h"
 #include "slot_run.h"
 
 #define CHUNK (1u << 16)
@@ -32,12 +33,7 @@ static inline size_t draw_size(rng_t *rng, const struct sizes *s)
 {
     if (!s->app)
         return s->min + rng_below(rng, s->max - s->min + 1);
-    uint32_t p = rng_below(rng, 100);
-    if (p < 80)
-        return 16 + rng_below(rng, 256 - 16 + 1);
-    if (p < 95)
-        return 257 + rng_below(rng, 2048 - 257 + 1);
-    return 2049 + rng_below(rng, 32768 - 2049 + 1);
+    return draw_from_mix(rng, &APP_SIZES);
 }
 
 /* One stretch of ops; slot_run calls it in chunks so that the progress counter

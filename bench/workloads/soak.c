@@ -28,6 +28,7 @@
 #include "rng.h"
 #include "sampler.h"
 #include "scratch.h"
+#include "sizes.h"
 
 #define USAGE "<seconds> <threads> <working-set> <sample-ms> <seed>"
 #define CHUNK 4096u
@@ -40,16 +41,6 @@ static double t_start;
 static struct ring *inbox;
 static _Atomic int stopping;
 static _Atomic uint32_t producing;
-
-static inline size_t app_size(rng_t *r)
-{
-    uint32_t p = rng_below(r, 100);
-    if (p < 80)
-        return 16 + rng_below(r, 256 - 16 + 1);
-    if (p < 95)
-        return 257 + rng_below(r, 2048 - 257 + 1);
-    return 2049 + rng_below(r, 32768 - 2049 + 1);
-}
 
 static void drain(struct ring *in)
 {
@@ -64,7 +55,7 @@ BENCH_LOOP void bench_loop(char **local, uint32_t active, struct ring *in,
     rng_t r = *state;
     for (uint32_t i = 0; i < n; i++) {
         drain(in);
-        size_t size = app_size(&r);
+        size_t size = draw_from_mix(&r, &APP_SIZES);
         char *p = malloc(size);
         CHECK(p != NULL, "malloc returned NULL");
         p[0] = (char)i;

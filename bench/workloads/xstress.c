@@ -27,6 +27,7 @@
 #include "rng.h"
 #include "sampler.h"
 #include "scratch.h"
+#include "sizes.h"
 
 #define USAGE "<threads> <iterations-per-thread> <working-set> <shared-slots> <seed>"
 #define CHUNK 4096u
@@ -35,19 +36,11 @@ static uint32_t nthreads, ws, nshared;
 static uint64_t iterations, seed;
 static _Atomic(char *) *shared;
 
-static inline size_t draw_size(rng_t *r)
-{
-    uint32_t p = rng_below(r, 100);
-    if (p < 70)
-        return 8 + rng_below(r, 128 - 8 + 1);
-    if (p < 95)
-        return 129 + rng_below(r, 4096 - 129 + 1);
-    return 4097 + rng_below(r, 65536 - 4097 + 1);
-}
+static const struct size_mix SIZES = {{70, 8, 128}, {95, 129, 4096}, {100, 4097, 65536}};
 
 static inline char *new_block(rng_t *r, uint32_t i)
 {
-    size_t size = draw_size(r);
+    size_t size = draw_from_mix(r, &SIZES);
     char *p = malloc(size);
     CHECK(p != NULL, "malloc returned NULL");
     p[0] = (char)i;
