@@ -406,7 +406,6 @@ void hk_page_event(void *block); /* a local free of block brought used to zero *
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
 struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);
 void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg);
-
 struct hk_page *hk_page_next_current(struct hk_heap *h, unsigned cls); /* NULL: ENOMEM */
 struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 
@@ -490,7 +489,8 @@ static inline void hk_page_free_local(struct hk_page *pg, void *p, const char *c
  *   CURRENT --hk_page_leave_current--> AVAILABLE, FULL or FREE, as its
  *       blocks say (another page takes over, or the thread lets go)
  *   CURRENT --hk_page_current_emptied--> stays CURRENT (keep_empty) or FREE
- *   FULL --hk_page_regained--> AVAILABLE (a block came back)
+ *   FULL --hk_page_regained--> AVAILABLE (blocks came back: a small
+ *       page's class's `regain` of them, a medium or large page's one)
  *   AVAILABLE --hk_page_drained--> FREE (its last block came back)
  *   FREE: hk_page_retire (page.c), then arena.c (dirty list, purge, clean map)
  */
@@ -520,17 +520,15 @@ static inline void hk_page_leave_current(struct hk_heap *h, struct hk_page *pg)
         hk_page_retire(pg); /* pg may be purged and unmapped from here on */
         return;
     }
+    bool full = pg->used == pg->capacity; /* medium and large: exact */
     if (pg->kind == HK_SMALL) {
         unsigned free_blocks = (unsigned)(pg->capacity - pg->used);
         unsigned regain = hk_classes[pg->cls].regain;
-        if (pg->unbumped == 0 && free_blocks < regain) {
-            pg->state = HK_PAGE_FULL;
+        full = pg->unbumped == 0 && free_blocks < regain;
+        if (full)
             pg->used = (int32_t)(regain - free_blocks);
-        } else {
-            pg->state = HK_PAGE_AVAILABLE;
-            hk_page_queue_push(h, pg);
-        }
-    } else if (pg->used == pg->capacity) {
+    }
+    if (full) {
         pg->state = HK_PAGE_FULL;
     } else {
         pg->state = HK_PAGE_AVAILABLE;
