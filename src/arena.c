@@ -383,6 +383,21 @@ static void dirty_push(struct hk_region *r, struct hk_page *pg)
     r->ndirty++;
 }
 
+/* Memory the free pages of a region still hold, for the statistics: what
+ * purging them would give back.  In a compact arena, what each maps (its
+ * blocks from the base, and a medium or large page's header page); in the
+ * others, whole pages.  Called with the pool lock held. */
+uint64_t hk_region_dirty_bytes(const struct hk_arena *a, unsigned kind)
+{
+    const struct hk_region *r = &a->region[kind];
+    if (!a->compact)
+        return (uint64_t)r->ndirty << hk_page_shift(kind);
+    uint64_t bytes = 0;
+    for (const struct hk_page *pg = r->dirty; pg != NULL; pg = pg->next)
+        bytes += mapped_end(pg, kind) + (kind == HK_SMALL ? 0 : HK_OS_PAGE);
+    return bytes;
+}
+
 static struct hk_page *region_take(struct hk_arena *a, unsigned kind, unsigned cls)
 {
     struct hk_page *pg = take_free_page(a, kind, cls);

@@ -207,6 +207,23 @@ void *hk_huge_realloc(void *p, size_t size)
     return q;
 }
 
+/* The live huge blocks and the bytes of their mappings, read together
+ * for the statistics (a walk of the registry: cold). */
+uint64_t hk_huge_count(uint64_t *bytes)
+{
+    uint64_t n = 0, sum = 0;
+    pthread_mutex_lock(&huge_lock);
+    for (size_t i = 0; i < table_cap; i++) {
+        if (table[i].addr > TOMBSTONE) {
+            n++;
+            sum += table[i].size;
+        }
+    }
+    pthread_mutex_unlock(&huge_lock);
+    *bytes = sum;
+    return n;
+}
+
 void hk_huge_lock_all(void)
 {
     pthread_mutex_lock(&huge_lock);

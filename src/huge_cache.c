@@ -226,6 +226,19 @@ bool hk_huge_cache_pending(void)
     return pending;
 }
 
+/* The bytes the cache holds, and in how many ranges: for the statistics. */
+size_t hk_huge_cache_held(uint64_t *ranges)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < SLOTS; i++)
+        n += cache[i].addr != 0;
+    size_t bytes = cache_bytes;
+    pthread_mutex_unlock(&cache_lock);
+    *ranges = n;
+    return bytes;
+}
+
 void hk_huge_cache_lock(void)
 {
     pthread_mutex_lock(&cache_lock);

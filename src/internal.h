@@ -270,6 +270,7 @@ bool hk_arena_page_free(struct hk_page *pg, uint64_t now); /* true: over the own
 size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
                        uint64_t cutoff, uint32_t keep); /* pool lock held */
 void hk_arena_release_empty(struct hk_heap *h); /* pool lock held, no purge in flight */
+uint64_t hk_region_dirty_bytes(const struct hk_arena *a, unsigned kind); /* pool lock held */
 
 static inline struct hk_arena *hk_arena_of(uintptr_t p)
 {
@@ -559,6 +560,7 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero);
 bool hk_huge_free(void *p);                 /* false: not a huge block */
 size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
 void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
+uint64_t hk_huge_count(uint64_t *bytes);    /* live blocks (statistics) */
 
 /* ---- the cache of freed huge ranges (huge_cache.c) ----------------------- */
 
@@ -567,6 +569,7 @@ void hk_huge_cache_put(uintptr_t addr, size_t len);
 size_t hk_huge_cache_purge(bool all);
 void hk_huge_cache_shrink(void); /* to its bound, which may have shrunk */
 bool hk_huge_cache_pending(void);
+size_t hk_huge_cache_held(uint64_t *ranges); /* bytes cached (statistics) */
 void hk_huge_cache_lock(void);
 void hk_huge_cache_unlock(void);
 void hk_huge_cache_reset_lock(void);

@@ -40,7 +40,9 @@ static uint64_t page_free_blocks(const struct hk_page *pg)
     return (uint64_t)(pg->capacity - pg->used);
 }
 
-static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out)
+/* Called with the heap's pool lock held; census may be NULL. */
+static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out,
+                              struct hk_census *census)
 {
     for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
         const struct hk_region *r = &a->region[kind];
@@ -54,6 +56,12 @@ static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out)
             struct hak_class_stats *c = &out->classes[pg->cls];
             c->pages++;
             c->live += pg->capacity - page_free_blocks(pg);
+            if (census != NULL)
+                census->class_blocks[pg->cls] += pg->capacity;
+        }
+        if (census != NULL) {
+            census->dirty_pages += r->ndirty;
+            census->dirty_bytes += hk_region_dirty_bytes(a, kind);
         }
     }
 }
@@ -77,7 +85,7 @@ static uint64_t proc_status_kb(const char *key)
     return kb;
 }
 
-HK_API void hak_stats_get(struct hak_stats *out)
+static void collect(struct hak_stats *out, struct hk_census *census)
 {
     memset(out, 0, sizeof *out);
     hk_init();
@@ -91,7 +99,7 @@ HK_API void hak_stats_get(struct hak_stats *out)
         }
         pthread_mutex_lock(&h->pool_lock); /* arenas may be unmapped */
         for (struct hk_arena *a = h->arenas; a != NULL; a = a->next)
-            count_arena_pages(a, out);
+            count_arena_pages(a, out, census);
         pthread_mutex_unlock(&h->pool_lock);
         /* Blocks of full pages that wait in the delayed list are free. */
         void *d = atomic_load_explicit(&h->delayed, memory_order_acquire);
@@ -121,8 +129,21 @@ HK_API void hak_stats_get(struct hak_stats *out)
     out->huge_allocs = atomic_load(&hk_os_stats.huge_allocs);
     out->huge_cache_hits = atomic_load(&hk_os_stats.huge_cache_hits);
     out->huge_live_bytes = atomic_load(&hk_os_stats.huge_live_bytes);
+}
+
+HK_API void hak_stats_get(struct hak_stats *out)
+{
+    collect(out, NULL);
     out->resident_bytes = proc_status_kb("VmRSS") * 1024;
     out->peak_resident_bytes = proc_status_kb("VmHWM") * 1024;
+}
+
+void hk_stats_census(struct hak_stats *out, struct hk_census *census)
+{
+    memset(census, 0, sizeof *census);
+    collect(out, census);
+    census->huge_blocks = hk_huge_count(&census->huge_bytes);
+    census->huge_cache_bytes = hk_huge_cache_held(&census->huge_cache_ranges);
 }
 
 /* Output through a stack buffer and write(2): no stdio stream, no malloc. */

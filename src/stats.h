@@ -9,6 +9,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hakmem.h"
+#include "internal.h"
+
 struct hk_os_stats {
     _Atomic uint64_t heaps;
     _Atomic uint64_t arenas;
@@ -32,6 +35,21 @@ static inline void hk_count(uint64_t *counter, uint64_t n)
 {
     __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
+
+/* What glibc's mallinfo and malloc_info tell that struct hak_stats does
+ * not (introspect.c), derived the same way when asked for: from the page
+ * headers, the regions' free page lists, the huge registry and the cache. */
+struct hk_census {
+    uint64_t class_blocks[HK_NCLASSES]; /* blocks of the pages in use, out or not */
+    uint64_t dirty_pages;       /* free pages whose memory is not purged yet */
+    uint64_t dirty_bytes;       /* the memory they hold */
+    uint64_t huge_blocks;       /* live huge blocks, a mapping each */
+    uint64_t huge_bytes;        /* the bytes of those mappings */
+    uint64_t huge_cache_ranges; /* freed huge ranges kept for reuse */
+    uint64_t huge_cache_bytes;
+};
+/* Both at once: hak_stats_get without the resident figures (no /proc). */
+void hk_stats_census(struct hak_stats *out, struct hk_census *census);
 
 void hk_stats_prepare(void); /* at start-up, once the options are known */
 void hk_stats_at_exit(void);
