@@ -2,7 +2,7 @@
 # installs the libraries, the header, the launcher, a pkg-config file, a
 # CMake package and the man pages; `make uninstall` removes them; `make
 # test-install` installs into a temporary prefix and builds, links and runs
-# programs against it.
+# programs against it.  `make deb` builds the Debian packages (debian/).
 #
 # The layout is $PREFIX/bin, include and share/man, and LIBDIR (default
 # $PREFIX/lib; a Debian package uses $PREFIX/lib/<multiarch triplet>).  When
@@ -49,7 +49,7 @@ PKG_FILES = $(PKG_ROOT)/bin/hakmem $(PKG_ROOT)/include/hakmem.h \
 	$(PKG_LIB)/$(PKG_CMAKEDIR)/hakmemConfigVersion.cmake \
 	$(PKG_MAN)/man1/hakmem.1 $(PKG_MAN)/man3/hakmem.3
 
-.PHONY: install uninstall test-install
+.PHONY: install uninstall test-install deb test-deb
 
 # The filled templates depend on PREFIX and LIBDIR: made anew on every install.
 install: lib
@@ -85,3 +85,11 @@ uninstall:
 
 test-install: lib
 	MAKE="$(MAKE)" packaging/test-install.sh
+
+# The Debian packages, into build/deb/ (packaging/build-deb.sh).
+deb:
+	packaging/build-deb.sh
+
+# make deb, then lintian and the packages used from a temporary root.
+test-deb:
+	MAKE="$(MAKE)" packaging/test-deb.sh
