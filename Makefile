@@ -9,11 +9,14 @@ BUILD   := build
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 # -fno-builtin-*: our own malloc family must not be rewritten into calls to itself.
 # -fno-semantic-interposition lets calls inside the library bind directly.
+# CPPFLAGS and CFLAGS come last, so a packager's flags win; Debian's hardening
+# flags (-fstack-protector-strong, _FORTIFY_SOURCE) leave malloc's and free's
+# fast paths as they are (debian/rules says how that was checked).
 LIB_CFLAGS := -std=gnu11 -O2 -g -fPIC -fvisibility=hidden \
 	-fno-semantic-interposition -fno-plt -ftls-model=initial-exec \
 	-fno-stack-protector -fcf-protection=none -fno-exceptions \
 	-fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc \
-	-Iinclude -Isrc $(WARN) $(CFLAGS)
+	-Iinclude -Isrc $(WARN) $(CPPFLAGS) $(CFLAGS)
 LIB_LDFLAGS := -shared -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined $(LDFLAGS)
 LIB_LIBS := -lpthread
 
@@ -27,6 +30,8 @@ A       := $(BUILD)/libhakmem.a
 # The same allocator under its hak_* names only (malloc is not replaced):
 # what the sanitizer builds and the fuzzer link against.
 API_A   := $(BUILD)/libhakmem-api.a
+# The soname carries the ABI version (struct hak_stats is part of the ABI).
+SONAME  := libhakmem.so.0
 
 .PHONY: all lib clean
 all: lib
@@ -55,18 +60,17 @@ debug: $(DEBUG_SO) $(DEBUG_A)
 
 $(DEBUG_SO): $(DEBUG_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_LDFLAGS) -Wl,-soname,libhakmem.so.0 -o $@ $(DEBUG_OBJS) $(LIB_LIBS)
+	$(CC) $(LIB_LDFLAGS) -Wl,-soname,$(SONAME) -o $@ $(DEBUG_OBJS) $(LIB_LIBS)
 
 $(DEBUG_A): $(DEBUG_OBJS)
 	@mkdir -p $(dir $@)
 	@rm -f $@
 	$(AR) rcs $@ $(DEBUG_OBJS)
 
-# The soname carries the ABI version (struct hak_stats is part of the ABI);
-# the link next to the library lets programs linked in the tree run from it.
+# The link under the soname lets programs linked in the tree run from it.
 $(SO): $(OBJS)
-	$(CC) $(LIB_LDFLAGS) -Wl,-soname,libhakmem.so.0 -o $@ $(OBJS) $(LIB_LIBS)
-	ln -sf libhakmem.so $(BUILD)/libhakmem.so.0
+	$(CC) $(LIB_LDFLAGS) -Wl,-soname,$(SONAME) -o $@ $(OBJS) $(LIB_LIBS)
+	ln -sf libhakmem.so $(BUILD)/$(SONAME)
 
 $(A): $(OBJS)
 	@rm -f $@

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs from Debian's archive what `make install` and `make test-install`
-# need and this machine lacks; silent, and instant, when all is there.
+# need and this machine lacks; with the argument `deb`, also what `make deb`
+# and `make test-deb` need (dpkg-buildpackage, debhelper, lintian).  Silent,
+# and instant, when all is there.
 set -eu
 
 missing=
@@ -12,6 +14,14 @@ need make make
 need objdump binutils
 need pkg-config pkgconf
 need cmake cmake
+if [ "${1:-}" = deb ]; then
+    need dpkg-buildpackage dpkg-dev
+    need dh debhelper
+    need lintian lintian
+    # dpkg-buildpackage checks that this package is installed.
+    dpkg-query -W -f '${Status}' build-essential 2>/dev/null | grep -q ' installed$' ||
+        missing="$missing build-essential"
+fi
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -191,6 +191,10 @@ else
 		[[ $s == */lib.sh ]] && continue
 		run "programs/$(basename "$s" .sh)" env HAKMEM_LIB="$LIB" "$s"
 	done
+
+	# 7. The Debian packages (make deb), checked by lintian and used from a
+	# temporary root; skipped where the Debian tools cannot be had.
+	run "packaging/deb" packaging/test-deb.sh
 fi
 
 ((list)) && exit 0
