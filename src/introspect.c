@@ -130,10 +130,8 @@ static void write_totals(FILE *fp, const struct figures *f, bool whole)
  * may call malloc (a stream's buffer, an open_memstream growing). */
 HK_API int malloc_info(int options, FILE *fp)
 {
-    if (options != 0) {
-        errno = EINVAL;
-        return -1;
-    }
+    if (options != 0)
+        return EINVAL; /* as glibc does, errno untouched */
     struct figures f;
     gather(&f);
     fputs("<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n", fp);
@@ -156,7 +154,8 @@ HK_API int malloc_info(int options, FILE *fp)
  * back, is hakmem's idle_keep (HAKMEM_IDLE_KEEP); a negative value keeps
  * everything, as in glibc.  It is a word that slow paths read, stored
  * whole.  Those with no counterpart here are accepted and change nothing;
- * M_MXFAST is checked against glibc's bound.  Unknown ones return 0. */
+ * M_MXFAST is checked against glibc's bound.  Unknown ones return 1 and
+ * change nothing, as in glibc. */
 HK_API int mallopt(int param, int value)
 {
     hk_init(); /* the options are loaded first: they would overwrite this */
@@ -176,7 +175,7 @@ HK_API int mallopt(int param, int value)
     case M_ARENA_MAX:
         return 1;
     default:
-        return 0;
+        return 1;
     }
 }
 
