@@ -6,13 +6,14 @@
  * hk_page_check verifies a page in use against its own counters, by the
  * owner (the only thread that writes them).  Every block is in exactly one
  * place, and the counts agree:
- *   small page: with the user or on its way back from another thread (both
- *     counted in `used`, with the owner's TLS list when the page is
- *     current), in local_free, or never carved (`unbumped`, at the end), so
- *     used + local_free + unbumped = capacity; a full page has none
+ *   small page: with the user, held by another thread or on its way back
+ *     from one (all counted in `used`, with the owner's TLS list when the
+ *     page is current), in local_free, or never carved (`unbumped`, at the
+ *     end), so used + local_free + unbumped = capacity; a full page has none
  *     uncarved, fewer than `regain` in local_free and used = regain minus
- *     those; local_free and the TLS list hold
- *     carved blocks of this page, each once, at a block boundary;
+ *     those; local_free and the TLS list (after the other heaps' blocks it
+ *     starts with, no more than the thread counts) hold carved blocks of
+ *     this page, each once, at a block boundary;
  *   medium and large page: used = capacity - free bits below capacity, the
  *     bits from capacity on are set, touched and reach within capacity;
  *   every page: its class's geometry; CURRENT is its class's current page,
@@ -104,8 +105,21 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
     unsigned local = walk(pg, pg->local_free, seen, file, line);
     const struct hk_heap *h = pg->heap;
     unsigned cached = 0;
-    if (pg->state == HK_PAGE_CURRENT && hk_tls.heap == h)
-        cached = walk(pg, hk_tls.free[pg->cls], seen, file, line);
+    if (pg->state == HK_PAGE_CURRENT && hk_tls.heap == h) {
+        /* The thread's list: other heaps' blocks of the class, at most as
+         * many as it counts, then this page's. */
+        const void *list = hk_tls.free[pg->cls];
+        unsigned foreign = 0;
+        for (; list != NULL && hk_page_of_block(list) != pg; list = *(void *const *)list) {
+            const struct hk_page *home = hk_page_of(list);
+            if (home == NULL || home->heap == h || home->cls != pg->cls)
+                PAGE_FAIL("the thread's list holds a block that is not another heap's of the class");
+            foreign++;
+        }
+        if (foreign > hk_tls.foreign[pg->cls])
+            PAGE_FAIL("the thread's list holds more blocks of other heaps than it counts");
+        cached = walk(pg, list, seen, file, line);
+    }
     if (pg->state == HK_PAGE_FULL) {
         unsigned regain = hk_classes[pg->cls].regain;
         if (pg->unbumped != 0 || local >= regain || (unsigned)pg->used != regain - local)

@@ -61,8 +61,11 @@ static HK_NOINLINE void free_other(void *p, const char *call)
         return;
     struct hk_page *pg = hk_page_of(p);
     if (pg != NULL) {
-        if (pg->heap == hk_tls.heap)
+        struct hk_heap *mine = hk_tls.heap;
+        if (pg->heap == mine)
             hk_page_free_local(pg, p, call);
+        else if (mine != NULL && hk_classes[pg->cls].foreign_cap != 0)
+            hk_foreign_free(mine, pg, p);
         else
             hk_remote_free(pg->heap, p);
         return;

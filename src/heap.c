@@ -86,10 +86,12 @@ struct hk_heap *hk_heap_attach(void)
     return h;
 }
 
-/* Give the blocks of the thread's TLS lists back to their pages. */
+/* Give the blocks of the thread's TLS lists back to their pages; other
+ * heaps' blocks go home. */
 void hk_heap_flush_tls(struct hk_heap *h)
 {
     for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
+        hk_foreign_send(h, cls);
         void *list = hk_tls.free[cls];
         if (list == NULL)
             continue;
@@ -107,6 +109,7 @@ void hk_heap_flush_tls(struct hk_heap *h)
         hk_tls.free[cls] = NULL;
         hk_count(&h->returned[cls], (uint64_t)n);
     }
+    hk_remote_flush();
 }
 
 /* Every current page lets go: empty ones are retired, the others join

@@ -75,6 +75,7 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_NCLASSES 57
 
 #define HK_OS_PAGE 4096
+#define HK_CACHE_LINE 64
 #define HK_BITMAP_WORDS 4 /* a medium or large page has at most 256 blocks */
 
 /* ---- start-up and errors (init.c, error.c) ------------------------------- */
@@ -208,6 +209,7 @@ struct hk_class {
     uint16_t capacity;  /* blocks per page */
     uint16_t batch;     /* blocks carved from a fresh page at a time */
     uint16_t regain;    /* small: free blocks that bring a full page back */
+    uint16_t foreign_cap; /* other heaps' blocks a thread may keep (0: none) */
     uint8_t kind;
 };
 extern struct hk_class hk_classes[HK_NCLASSES];
@@ -321,8 +323,10 @@ static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
  * >> 31), rotated so that a misaligned pointer never matches; ~0 when the
  * thread has no heap. */
 struct hk_tls {
-    void *free[HK_NCLASSES]; /* free list of each class's current page; first,
-                                so that malloc indexes it with no offset */
+    void *free[HK_NCLASSES]; /* free list of each class: blocks of other heaps
+                                this thread freed (remote.c), then blocks of
+                                the current page; first, so that malloc
+                                indexes it with no offset */
     uintptr_t small_key;
     struct hk_heap *heap;
     /* hk_class_of_index, copied when the thread gets a heap (all 0 before:
@@ -333,6 +337,9 @@ struct hk_tls {
     void *remote_head;
     void *remote_tail;
     uint32_t remote_count;
+    /* Blocks of other heaps pushed on each class's list since it was last
+     * counted: a bound on those still in it (remote.c). */
+    uint16_t foreign[HK_NCLASSES];
 };
 extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
 
@@ -467,6 +474,16 @@ static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
 
 void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
+void hk_foreign_free(struct hk_heap *h, struct hk_page *pg, void *p);
+void hk_foreign_send(struct hk_heap *h, unsigned cls);
+
+/* Is block b, of class cls's TLS list, another heap's?  The list holds other
+ * heaps' blocks first and then those of the current page, if any (remote.c):
+ * telling them apart needs only b's address. */
+static inline bool hk_foreign_block(const struct hk_heap *h, unsigned cls, const void *b)
+{
+    return hk_page_of_block(b) != h->current[cls];
+}
 void hk_page_retire(struct hk_page *pg);
 void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg);
 void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg);

@@ -1,13 +1,32 @@
 /*
- * Frees of blocks that belong to another thread's heap.  They are not
- * pushed one by one onto shared memory: the freeing thread collects them in
- * a small list of its own, per owner heap, and sends the whole list with one
- * atomic exchange onto the owner's delayed list.  The owner drains that list
- * on its next refill, freeing each block as its own.  The freeing thread only
- * reads the page header (to validate the pointer), so the owner's cache lines
- * stay with the owner.
+ * Frees of blocks that belong to another thread's heap.
+ *
+ * A small block is first reused where it was freed: it goes on the freeing
+ * thread's own TLS list of its class, and that thread's next malloc of the
+ * class takes it, still in its cache.  Sending it home instead costs its
+ * cache line twice more (the owner reads it to drain it, then writes it when
+ * it hands it out), which is where a server whose requests move between
+ * threads spends its time.  The block stays counted as out in its own page
+ * (it is: this thread holds it), so no page header is written.
+ *
+ * Only blocks of whole cache lines are kept (a smaller one shares its line
+ * with blocks other threads may be writing), and only so many per class
+ * (foreign_cap, size_class.c), or a thread
+ * that frees what others allocate and allocates little would hoard them.
+ * Since a class's list gets the current page's blocks only when it runs
+ * empty, the other heaps' blocks on it always come first: counting them
+ * walks just those.  When the bound is reached and they still fill half of
+ * it, they go home, as every other remote free does (medium and large
+ * blocks, smaller ones, those of a thread without a heap):
+ *
+ * the freeing thread collects them in a small list of its own, per owner
+ * heap, and sends the whole list with one atomic exchange onto the owner's
+ * delayed list.  The owner drains that list on its next refill, freeing each
+ * block as its own.  The freeing thread only reads the page header (to
+ * validate the pointer), so the owner's cache lines stay with the owner.
  */
 #include "internal.h"
+#include "stats.h"
 
 #define REMOTE_BATCH 64
 
@@ -41,4 +60,44 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     t->remote_head = p;
     if (++t->remote_count >= REMOTE_BATCH)
         hk_remote_flush();
+}
+
+/* Send the other heaps' blocks at the head of class cls's TLS list home. */
+void hk_foreign_send(struct hk_heap *h, unsigned cls)
+{
+    struct hk_tls *t = &hk_tls;
+    void *b = t->free[cls];
+    uint64_t n = 0;
+    while (b != NULL && hk_foreign_block(h, cls, b)) {
+        void *next = *(void **)b;
+        hk_remote_free(hk_page_of_block(b)->heap, b);
+        b = next;
+        n++;
+    }
+    t->free[cls] = b;
+    t->foreign[cls] = 0;
+    hk_count(&h->returned[cls], n);
+}
+
+/* Free p, a small block of pg, which belongs to another heap than h, the
+ * calling thread's: keep it for this thread's mallocs. */
+void hk_foreign_free(struct hk_heap *h, struct hk_page *pg, void *p)
+{
+    struct hk_tls *t = &hk_tls;
+    unsigned cls = pg->cls;
+    unsigned cap = hk_classes[cls].foreign_cap;
+    if (HK_UNLIKELY(t->foreign[cls] >= cap)) {
+        /* Count those still there: mallocs may have taken some. */
+        unsigned n = 0;
+        for (void *b = t->free[cls]; b != NULL && hk_foreign_block(h, cls, b); b = *(void **)b)
+            n++;
+        if (n * 2 >= cap)
+            hk_foreign_send(h, cls);
+        else
+            t->foreign[cls] = (uint16_t)n;
+    }
+    *(void **)p = t->free[cls];
+    t->free[cls] = p;
+    t->foreign[cls]++;
+    hk_count(&h->supplied[cls], 1);
 }

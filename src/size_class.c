@@ -70,6 +70,14 @@ void hk_classes_init(void)
         if (regain > k->capacity / 16u)
             regain = k->capacity / 16u;
         k->regain = (uint16_t)(regain < 1 ? 1 : regain);
+        /* Another heap's blocks a thread keeps for its own mallocs of the
+         * class (remote.c): four batches, 16 KiB of blocks.  Only blocks of
+         * whole cache lines: a smaller one shares its line with blocks that
+         * other threads may be writing, and a thread that reused it would
+         * write that line too (passive false sharing: 5x slower writes on
+         * false-sharing-passive). */
+        bool whole_lines = size % HK_CACHE_LINE == 0;
+        k->foreign_cap = (uint16_t)(k->kind == HK_SMALL && whole_lines ? 4 * batch : 0);
     }
     hk_class_of_index[0] = 1;
     for (unsigned i = 1; i < HK_FAST_INDEXES; i++) {
