@@ -81,7 +81,7 @@ static unsigned walk(const struct hk_page *pg, const void *list, uint64_t *seen,
 {
     unsigned carved = (unsigned)(pg->capacity - pg->unbumped);
     unsigned n = 0;
-    for (const void *b = list; b != NULL; b = *(void *const *)b) {
+    for (const void *b = list; b != NULL; b = hk_next(b)) {
         uintptr_t off = (uintptr_t)b - (uintptr_t)pg->blocks;
         if ((uintptr_t)b < (uintptr_t)pg->blocks || off % pg->block_size != 0)
             PAGE_FAIL("a free list holds an address that is not a block of the page");

@@ -19,7 +19,7 @@ void hk_remote_flush(void)
     struct hk_heap *h = t->remote_heap;
     void *old = atomic_load_explicit(&h->delayed, memory_order_relaxed);
     do
-        *(void **)t->remote_tail = old;
+        hk_set_next(t->remote_tail, old);
     while (!atomic_compare_exchange_weak_explicit(&h->delayed, &old, t->remote_head,
                                                   memory_order_release, memory_order_relaxed));
     t->remote_head = t->remote_tail = NULL;
@@ -37,7 +37,7 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     }
     if (t->remote_head == NULL)
         t->remote_tail = p;
-    *(void **)p = t->remote_head;
+    hk_set_next(p, t->remote_head);
     t->remote_head = p;
     if (++t->remote_count >= REMOTE_BATCH)
         hk_remote_flush();

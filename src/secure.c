@@ -1,0 +1,120 @@
+/*
+ * The hardened build (`make secure`, -DHK_SECURE): checks of small blocks
+ * as they are freed and handed out, and clearer reports of bad pointers.
+ * secure.h says what a free small block holds; this file checks it.  In the
+ * default build this file compiles to nothing.
+ */
+#include "internal.h"
+
+#ifdef HK_SECURE
+
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+struct hk_secure_keys hk_secure_keys;
+
+/* Runs in hk_init, before any block exists: no link or tag was written
+ * with other secrets.  A fork keeps them, with the blocks. */
+void hk_secure_init(void)
+{
+    uintptr_t k[2];
+    if (getrandom(k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k) {
+        /* Early in boot, without entropy yet: weaker, but distinct. */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uintptr_t x = (uintptr_t)ts.tv_nsec * 0x9e3779b97f4a7c15u ^ (uintptr_t)&ts;
+        k[0] = x ^ (uintptr_t)&hk_secure_keys;
+        k[1] = (x << 17 | x >> 47) * 0xff51afd7ed558ccdu;
+    }
+    hk_secure_keys.link = k[0];
+    hk_secure_keys.tag = k[1] | 1; /* never 0, so never a zeroed word */
+}
+
+static inline uintptr_t free_tag(const void *b)
+{
+    return hk_secure_keys.tag ^ (uintptr_t)b;
+}
+
+/* Zero bytes from 16 on: a freed block shows nothing of its old contents. */
+static inline void clear_rest(void *b, size_t size)
+{
+    memset((char *)b + 16, 0, size - 16);
+}
+
+void hk_secure_fresh(void *block, size_t size)
+{
+    ((uintptr_t *)block)[1] = free_tag(block);
+    clear_rest(block, size);
+}
+
+void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
+{
+    uintptr_t *w = p;
+    if (HK_UNLIKELY(w[1] == free_tag(p)))
+        hk_secure_report("double free", call, p, pg->block_size);
+    /* A block never carved was never handed out (the owner's field: only
+     * the owner reads it). */
+    if (pg->heap == hk_tls.heap) {
+        size_t index = (size_t)((char *)p - pg->blocks) / pg->block_size;
+        if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
+            hk_secure_report("free of a block never handed out", call, p, pg->block_size);
+    }
+    w[1] = free_tag(p);
+    clear_rest(p, pg->block_size);
+}
+
+/* The block and its link were checked when it was freed or carved; what
+ * differs now was written after the free. */
+void hk_secure_taken(void *block, void *next, unsigned cls)
+{
+    uintptr_t *w = block;
+    size_t size = hk_classes[cls].block_size;
+    uintptr_t page_mask = ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1);
+    if (HK_UNLIKELY(w[1] != free_tag(block)))
+        hk_secure_report("write to a freed block", "malloc", block, size);
+    if (HK_UNLIKELY(next != NULL && ((uintptr_t)next & page_mask) != ((uintptr_t)block & page_mask)))
+        hk_secure_report("write to a freed block (its link)", "malloc", block, size);
+    const uint64_t *rest = (const uint64_t *)(w + 2);
+    uint64_t any = 0;
+    for (size_t i = 0; i < (size - 16) / 8; i++)
+        any |= rest[i];
+    if (HK_UNLIKELY(any != 0))
+        hk_secure_report("write to a freed block", "malloc", block, size);
+    w[0] = 0;
+    w[1] = 0;
+}
+
+/* p failed validation.  If it lies in a block of a page in use, say how. */
+void hk_secure_bad_pointer(const char *call, const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    struct hk_arena *a = hk_arena_of(p);
+    if (a == NULL)
+        return;
+    uintptr_t off = p & (HK_ARENA_SIZE - 1);
+    unsigned kind = off < HK_MEDIUM_REGION_OFFSET ? HK_SMALL
+                  : off < HK_LARGE_REGION_OFFSET ? HK_MEDIUM : HK_LARGE;
+    unsigned shift = hk_page_shift(kind);
+    const struct hk_region *r = &a->region[kind];
+    uint32_t index = (uint32_t)((off - hk_region_offset(kind)) >> shift);
+    uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
+    if (index - r->first >= hwm - r->first)
+        return;
+    struct hk_page *pg = hk_page_header(p & ~(((uintptr_t)1 << shift) - 1), shift);
+    uint32_t size = pg->block_size;
+    if (size == 0 || p < (uintptr_t)pg->blocks)
+        return;
+    uint64_t block = (p - (uintptr_t)pg->blocks) / size;
+    if (block >= pg->capacity)
+        return;
+    if (p != (uintptr_t)pg->blocks + block * size)
+        hk_secure_report("pointer inside a block", call, ptr, size);
+    /* The start of a medium or large block whose bit says free. */
+    if (kind != HK_SMALL && (pg->free_map[block / 64] >> (block % 64)) & 1)
+        hk_secure_report("double free", call, ptr, size);
+}
+
+#else
+typedef int hk_secure_unused; /* ISO C wants something in a file */
+#endif

@@ -1,0 +1,76 @@
+/*
+ * The hardened build's hooks (`make secure`, -DHK_SECURE; secure.c).
+ *
+ * The code that moves small blocks through free lists reads and writes a
+ * block's link with hk_next and hk_set_next, and calls the HK_SECURE_*
+ * hooks where a block is carved, freed or handed out.  In the default build
+ * the links are plain pointers and the hooks compile to nothing, so its
+ * code is what it was.  In the hardened build a free small block holds:
+ *
+ *   word 0: its link, XORed with a per-process secret and its own address;
+ *   word 1: a "free" tag, another secret XORed with its address;
+ *   the rest: zeros.
+ *
+ * A free finds the tag already there (double free); handing a block out
+ * finds the tag gone, the link not in the block's page or a byte not zero
+ * (a write to a freed block).  Each report is one line, then abort.
+ */
+#ifndef HAKMEM_SECURE_H
+#define HAKMEM_SECURE_H
+
+#ifdef HK_SECURE
+
+#define HK_SECURE_ON 1
+
+struct hk_secure_keys {
+    uintptr_t link; /* XORed into every link */
+    uintptr_t tag;  /* XORed into a free block's tag */
+};
+extern struct hk_secure_keys hk_secure_keys;
+
+void hk_secure_init(void); /* the secrets, once, before any block exists */
+/* "hakmem: <what>: <call>(0x...) <size>", then abort (error.c). */
+__attribute__((noreturn)) void hk_secure_report(const char *what, const char *call,
+                                                const void *p, size_t size);
+void hk_secure_freeing(struct hk_page *pg, void *p, const char *call);
+void hk_secure_taken(void *block, void *next, unsigned cls);
+void hk_secure_fresh(void *block, size_t size);
+/* From hk_invalid_pointer: reports p (and aborts) if it lies in a block of a
+ * page in use, an address inside it or the block itself freed already;
+ * returns if p is in no block. */
+void hk_secure_bad_pointer(const char *call, const void *p);
+
+static inline void *hk_next(const void *b)
+{
+    return (void *)(*(const uintptr_t *)b ^ hk_secure_keys.link ^ (uintptr_t)b);
+}
+
+static inline void hk_set_next(void *b, void *next)
+{
+    *(uintptr_t *)b = (uintptr_t)next ^ hk_secure_keys.link ^ (uintptr_t)b;
+}
+
+#define HK_SECURE_INIT() hk_secure_init()
+/* A small block of pg is being freed (by any thread): not free already. */
+#define HK_SECURE_FREEING(pg, p, call) hk_secure_freeing((pg), (p), (call))
+/* block, whose link said next, leaves a free list for the user. */
+#define HK_SECURE_TAKEN(block, next, cls) hk_secure_taken((block), (next), (cls))
+/* block, of `size` bytes, is carved: it becomes a free block. */
+#define HK_SECURE_FRESH(block, size) hk_secure_fresh((block), (size))
+
+#else /* the default build */
+
+#define HK_SECURE_ON 0
+
+/* Macros, not functions: the very expressions the code had before. */
+#define hk_next(b) (*(void **)(b))
+#define hk_set_next(b, next) (*(void **)(b) = (next))
+
+#define HK_SECURE_INIT() ((void)0)
+#define HK_SECURE_FREEING(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
+#define HK_SECURE_TAKEN(block, next, cls) ((void)sizeof(block), (void)sizeof(next), (void)sizeof(cls))
+#define HK_SECURE_FRESH(block, size) ((void)sizeof(block), (void)sizeof(size))
+
+#endif /* HK_SECURE */
+
+#endif /* HAKMEM_SECURE_H */
