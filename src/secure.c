@@ -28,15 +28,18 @@ void hk_secure_init(void)
         k[1] = (x << 17 | x >> 47) * 0xff51afd7ed558ccdu;
     }
     hk_secure_keys.link = k[0];
-    hk_secure_keys.tag = k[1] | 1; /* never 0, so never a zeroed word */
+    hk_secure_keys.tag = k[1];
 }
 
-static inline uintptr_t free_tag(const void *b)
+/* The block holds a link and its tag: it is free. */
+static inline bool is_free(const void *b)
 {
-    return hk_secure_keys.tag ^ (uintptr_t)b;
+    const uintptr_t *w = b;
+    return w[1] == hk_secure_seal(b, w[0]);
 }
 
-/* Zero bytes from 16 on: a freed block shows nothing of its old contents. */
+/* Zero bytes from 16 on: a freed block shows nothing of its old contents.
+ * The first 16 get the link and tag (hk_set_next) right after. */
 static inline void clear_rest(void *b, size_t size)
 {
     memset((char *)b + 16, 0, size - 16);
@@ -44,14 +47,12 @@ static inline void clear_rest(void *b, size_t size)
 
 void hk_secure_fresh(void *block, size_t size)
 {
-    ((uintptr_t *)block)[1] = free_tag(block);
     clear_rest(block, size);
 }
 
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 {
-    uintptr_t *w = p;
-    if (HK_UNLIKELY(w[1] == free_tag(p)))
+    if (HK_UNLIKELY(is_free(p)))
         hk_secure_report("double free", call, p, pg->block_size);
     /* A block never carved was never handed out (the owner's field: only
      * the owner reads it). */
@@ -60,21 +61,26 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
         if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
             hk_secure_report("free of a block never handed out", call, p, pg->block_size);
     }
-    w[1] = free_tag(p);
     clear_rest(p, pg->block_size);
 }
 
-/* The block and its link were checked when it was freed or carved; what
- * differs now was written after the free. */
+void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
+{
+    if (HK_UNLIKELY(is_free(p)))
+        hk_secure_report("use after free", call, p, pg->block_size);
+}
+
+/* The block, its link and its tag were written when it was freed or
+ * carved; what differs now was written after the free. */
 void hk_secure_taken(void *block, void *next, unsigned cls)
 {
     uintptr_t *w = block;
     size_t size = hk_classes[cls].block_size;
     uintptr_t page_mask = ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1);
-    if (HK_UNLIKELY(w[1] != free_tag(block)))
+    if (HK_UNLIKELY(!is_free(block)))
         hk_secure_report("write to a freed block", "malloc", block, size);
     if (HK_UNLIKELY(next != NULL && ((uintptr_t)next & page_mask) != ((uintptr_t)block & page_mask)))
-        hk_secure_report("write to a freed block (its link)", "malloc", block, size);
+        hk_secure_report("write to a freed block", "malloc", block, size);
     const uint64_t *rest = (const uint64_t *)(w + 2);
     uint64_t any = 0;
     for (size_t i = 0; i < (size - 16) / 8; i++)

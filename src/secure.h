@@ -8,7 +8,8 @@
  * code is what it was.  In the hardened build a free small block holds:
  *
  *   word 0: its link, XORed with a per-process secret and its own address;
- *   word 1: a "free" tag, another secret XORed with its address;
+ *   word 1: a "free" tag: word 0 rotated, XORed with another secret and
+ *           the block's address (hk_secure_seal);
  *   the rest: zeros.
  *
  * A free finds the tag already there (double free); handing a block out
@@ -24,7 +25,7 @@
 
 struct hk_secure_keys {
     uintptr_t link; /* XORed into every link */
-    uintptr_t tag;  /* XORed into a free block's tag */
+    uintptr_t tag;  /* XORed into a free block's tag (hk_secure_seal) */
 };
 extern struct hk_secure_keys hk_secure_keys;
 
@@ -34,6 +35,7 @@ __attribute__((noreturn)) void hk_secure_report(const char *what, const char *ca
                                                 const void *p, size_t size);
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call);
 void hk_secure_taken(void *block, void *next, unsigned cls);
+void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
 void hk_secure_fresh(void *block, size_t size);
 /* From hk_invalid_pointer: reports p (and aborts) if it lies in a block of a
  * page in use, an address inside it or the block itself freed already;
@@ -45,9 +47,19 @@ static inline void *hk_next(const void *b)
     return (void *)(*(const uintptr_t *)b ^ hk_secure_keys.link ^ (uintptr_t)b);
 }
 
+/* The tag of a free block whose first word is w0: it changes with every
+ * bit of the link, so a write to either word breaks the pair. */
+static inline uintptr_t hk_secure_seal(const void *b, uintptr_t w0)
+{
+    return ((w0 << 23) | (w0 >> 41)) ^ hk_secure_keys.tag ^ (uintptr_t)b;
+}
+
+/* Every free block gets its link and tag here. */
 static inline void hk_set_next(void *b, void *next)
 {
-    *(uintptr_t *)b = (uintptr_t)next ^ hk_secure_keys.link ^ (uintptr_t)b;
+    uintptr_t w0 = (uintptr_t)next ^ hk_secure_keys.link ^ (uintptr_t)b;
+    ((uintptr_t *)b)[0] = w0;
+    ((uintptr_t *)b)[1] = hk_secure_seal(b, w0);
 }
 
 #define HK_SECURE_INIT() hk_secure_init()
@@ -57,6 +69,8 @@ static inline void hk_set_next(void *b, void *next)
 #define HK_SECURE_TAKEN(block, next, cls) hk_secure_taken((block), (next), (cls))
 /* block, of `size` bytes, is carved: it becomes a free block. */
 #define HK_SECURE_FRESH(block, size) hk_secure_fresh((block), (size))
+/* A small block of pg is named by realloc or malloc_usable_size: not free. */
+#define HK_SECURE_LIVE(pg, p, call) hk_secure_live((pg), (p), (call))
 
 #else /* the default build */
 
@@ -70,6 +84,7 @@ static inline void hk_set_next(void *b, void *next)
 #define HK_SECURE_FREEING(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
 #define HK_SECURE_TAKEN(block, next, cls) ((void)sizeof(block), (void)sizeof(next), (void)sizeof(cls))
 #define HK_SECURE_FRESH(block, size) ((void)sizeof(block), (void)sizeof(size))
+#define HK_SECURE_LIVE(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
 
 #endif /* HK_SECURE */
 
