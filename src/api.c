@@ -40,8 +40,7 @@ size_t hk_usable_size(const void *p, const char *call)
         return 0;
     struct hk_page *pg = hk_page_of(p);
     if (pg != NULL) {
-        if (pg->kind == HK_SMALL)
-            HK_SECURE_LIVE(pg, p, call);
+        HK_SECURE_LIVE(pg, p, call);
         return pg->block_size;
     }
     size_t size = hk_huge_usable_size(p);

@@ -62,8 +62,7 @@ static HK_NOINLINE void free_other(void *p, const char *call)
         return;
     struct hk_page *pg = hk_page_of(p);
     if (pg != NULL) {
-        if (pg->kind == HK_SMALL)
-            HK_SECURE_FREEING(pg, p, call);
+        HK_SECURE_FREEING(pg, p, call);
         if (pg->heap == hk_tls.heap)
             hk_page_free_local(pg, p, call);
         else
@@ -79,7 +78,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     /* The thread's own medium and large blocks: as trusted as the small ones
      * of the fast path (nothing else can live in the thread's own arena).
      * A 16-aligned block of the arena outside its small region is one. */
-    if (hk_own_arena(p) && (!HK_SECURE_ON || (uint32_t)(uintptr_t)p >= HK_MEDIUM_REGION_OFFSET)) {
+    if (!HK_SECURE_ON && hk_own_arena(p)) {
         uintptr_t u = (uintptr_t)p;
         unsigned shift = (uint32_t)u < HK_LARGE_REGION_OFFSET ? HK_MEDIUM_PAGE_SHIFT
                                                                : HK_LARGE_PAGE_SHIFT;

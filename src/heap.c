@@ -158,6 +158,7 @@ void hk_heap_drain_delayed(struct hk_heap *h)
     void *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
     while (b != NULL) {
         void *next = hk_next(b);
+        HK_SECURE_DRAINED(b);
         hk_page_free_local(hk_page_of_block(b), b, "free");
         b = next;
     }

@@ -50,10 +50,25 @@ void hk_secure_fresh(void *block, size_t size)
     clear_rest(block, size);
 }
 
+/* Whether the bitmap of pg (medium or large) says block p is free.  Read
+ * by any thread: a block the caller may name is out, and its bit stays 0
+ * until it is freed. */
+static bool bit_free(const struct hk_page *pg, const void *p)
+{
+    size_t i = (size_t)((const char *)p - pg->blocks) / pg->block_size;
+    uint64_t word = __atomic_load_n(&pg->free_map[i / 64], __ATOMIC_RELAXED);
+    return (word >> (i % 64)) & 1;
+}
+
+/* p was validated by hk_page_of: the start of a block of pg. */
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 {
-    if (HK_UNLIKELY(is_free(p)))
+    if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
         hk_secure_report("double free", call, p, pg->block_size);
+    if (pg->kind != HK_SMALL) {
+        memset(p, 0, pg->block_size);
+        return;
+    }
     /* A block never carved was never handed out (the owner's field: only
      * the owner reads it). */
     if (pg->heap == hk_tls.heap) {
@@ -66,8 +81,18 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
 {
-    if (HK_UNLIKELY(is_free(p)))
+    if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
         hk_secure_report("use after free", call, p, pg->block_size);
+}
+
+/* A medium or large block loses the link and tag it had on the way: a
+ * bitmap page's free blocks hold zeros.  (A small one gets new ones.) */
+void hk_secure_drained(void *b)
+{
+    if (hk_page_of_block(b)->kind != HK_SMALL) {
+        ((uintptr_t *)b)[0] = 0;
+        ((uintptr_t *)b)[1] = 0;
+    }
 }
 
 /* The block, its link and its tag were written when it was freed or

@@ -15,6 +15,11 @@
  * A free finds the tag already there (double free); handing a block out
  * finds the tag gone, the link not in the block's page or a byte not zero
  * (a write to a freed block).  Each report is one line, then abort.
+ *
+ * A medium or large block (a bit in its page's bitmap says whether it is
+ * free) is cleared when freed, and carries the link and tag only while it
+ * waits to go back from another thread: a free that finds its bit set or
+ * the tag there is a double free.
  */
 #ifndef HAKMEM_SECURE_H
 #define HAKMEM_SECURE_H
@@ -36,6 +41,7 @@ __attribute__((noreturn)) void hk_secure_report(const char *what, const char *ca
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call);
 void hk_secure_taken(void *block, void *next, unsigned cls);
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
+void hk_secure_drained(void *b);
 void hk_secure_fresh(void *block, size_t size);
 /* From hk_invalid_pointer: reports p (and aborts) if it lies in a block of a
  * page in use, an address inside it or the block itself freed already;
@@ -63,14 +69,16 @@ static inline void hk_set_next(void *b, void *next)
 }
 
 #define HK_SECURE_INIT() hk_secure_init()
-/* A small block of pg is being freed (by any thread): not free already. */
+/* A block of pg is being freed (by any thread): not free already. */
 #define HK_SECURE_FREEING(pg, p, call) hk_secure_freeing((pg), (p), (call))
 /* block, whose link said next, leaves a free list for the user. */
 #define HK_SECURE_TAKEN(block, next, cls) hk_secure_taken((block), (next), (cls))
 /* block, of `size` bytes, is carved: it becomes a free block. */
 #define HK_SECURE_FRESH(block, size) hk_secure_fresh((block), (size))
-/* A small block of pg is named by realloc or malloc_usable_size: not free. */
+/* A block of pg is named by realloc or malloc_usable_size: not free. */
 #define HK_SECURE_LIVE(pg, p, call) hk_secure_live((pg), (p), (call))
+/* b, freed by another thread, leaves the heap's delayed list. */
+#define HK_SECURE_DRAINED(b) hk_secure_drained(b)
 
 #else /* the default build */
 
@@ -85,6 +93,7 @@ static inline void hk_set_next(void *b, void *next)
 #define HK_SECURE_TAKEN(block, next, cls) ((void)sizeof(block), (void)sizeof(next), (void)sizeof(cls))
 #define HK_SECURE_FRESH(block, size) ((void)sizeof(block), (void)sizeof(size))
 #define HK_SECURE_LIVE(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
+#define HK_SECURE_DRAINED(b) ((void)sizeof(b))
 
 #endif /* HK_SECURE */
 
