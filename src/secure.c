@@ -85,6 +85,25 @@ void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
         hk_secure_report("use after free", call, p, pg->block_size);
 }
 
+/* n bytes at p (16-byte aligned, n a multiple of 16) are all zero: 64
+ * bytes a step, in vector registers, where most of the hardened build's
+ * time would otherwise go. */
+typedef uint64_t hk_v2 __attribute__((vector_size(16)));
+static inline bool all_zero(const char *p, size_t n)
+{
+    const hk_v2 *v = (const hk_v2 *)p;
+    hk_v2 a = { 0, 0 }, b = { 0, 0 };
+    size_t i = 0, words = n / 16;
+    for (; i + 4 <= words; i += 4) {
+        a |= v[i] | v[i + 1];
+        b |= v[i + 2] | v[i + 3];
+    }
+    for (; i < words; i++)
+        a |= v[i];
+    a |= b;
+    return (a[0] | a[1]) == 0;
+}
+
 /* A medium or large block loses the link and tag it had on the way: a
  * bitmap page's free blocks hold zeros.  (A small one gets new ones.) */
 void hk_secure_drained(void *b)
@@ -106,11 +125,7 @@ void hk_secure_taken(void *block, void *next, unsigned cls)
         hk_secure_report("write to a freed block", "malloc", block, size);
     if (HK_UNLIKELY(next != NULL && ((uintptr_t)next & page_mask) != ((uintptr_t)block & page_mask)))
         hk_secure_report("write to a freed block", "malloc", block, size);
-    const uint64_t *rest = (const uint64_t *)(w + 2);
-    uint64_t any = 0;
-    for (size_t i = 0; i < (size - 16) / 8; i++)
-        any |= rest[i];
-    if (HK_UNLIKELY(any != 0))
+    if (HK_UNLIKELY(!all_zero((const char *)block + 16, size - 16)))
         hk_secure_report("write to a freed block", "malloc", block, size);
     w[0] = 0;
     w[1] = 0;
