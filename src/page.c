@@ -233,7 +233,7 @@ void *hk_refill(unsigned cls)
 {
     struct hk_heap *h = hk_tls.heap;
     if (cls >= hk_first_medium_class)
-        return hk_bitmap_alloc(h, cls);
+        return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(h, cls));
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
     if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_purge_wanted() &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {

@@ -38,6 +38,14 @@ static inline bool is_free(const void *b)
     return w[1] == hk_secure_seal(b, w[0]);
 }
 
+/* The tag of a free medium or large block: its size (a page reused for
+ * another class may have another's tags where its blocks begin), sealed. */
+static inline void bitmap_seal(void *b, size_t size)
+{
+    ((uintptr_t *)b)[0] = size;
+    ((uintptr_t *)b)[1] = hk_secure_seal(b, size);
+}
+
 /* Zero bytes from 16 on: a freed block shows nothing of its old contents.
  * The first 16 get the link and tag (hk_set_next) right after. */
 static inline void clear_rest(void *b, size_t size)
@@ -67,6 +75,7 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
         hk_secure_report("double free", call, p, pg->block_size);
     if (pg->kind != HK_SMALL) {
         memset(p, 0, pg->block_size);
+        bitmap_seal(p, pg->block_size);
         return;
     }
     /* A block never carved was never handed out (the owner's field: only
@@ -104,14 +113,35 @@ static inline bool all_zero(const char *p, size_t n)
     return (a[0] | a[1]) == 0;
 }
 
-/* A medium or large block loses the link and tag it had on the way: a
- * bitmap page's free blocks hold zeros.  (A small one gets new ones.) */
+/* A medium or large block trades the link it had on the way for the tag
+ * of a free one.  (A small one gets a new link.) */
 void hk_secure_drained(void *b)
 {
-    if (hk_page_of_block(b)->kind != HK_SMALL) {
-        ((uintptr_t *)b)[0] = 0;
-        ((uintptr_t *)b)[1] = 0;
+    const struct hk_page *pg = hk_page_of_block(b);
+    if (pg->kind != HK_SMALL)
+        bitmap_seal(b, pg->block_size);
+}
+
+/* A medium or large block leaves its page.  One with the tag of its size
+ * was freed and cleared: a byte not zero after the tag was written
+ * since.  One without was never freed in this page's life (its memory is
+ * fresh, trimmed, or another page's cleared blocks, links and tags), or
+ * its tag was written over: it is cleared now.  Either way the user gets
+ * zeros. */
+void *hk_secure_bitmap_taken(void *p)
+{
+    if (p == NULL)
+        return NULL;
+    size_t size = hk_page_of_block(p)->block_size;
+    if (((uintptr_t *)p)[0] == size && is_free(p)) {
+        if (HK_UNLIKELY(!all_zero((char *)p + 16, size - 16)))
+            hk_secure_report("write to a freed block", "malloc", p, size);
+        ((uintptr_t *)p)[0] = 0;
+        ((uintptr_t *)p)[1] = 0;
+    } else if (!all_zero(p, size)) {
+        memset(p, 0, size);
     }
+    return p;
 }
 
 /* The block, its link and its tag were written when it was freed or

@@ -17,9 +17,10 @@
  * (a write to a freed block).  Each report is one line, then abort.
  *
  * A medium or large block (a bit in its page's bitmap says whether it is
- * free) is cleared when freed, and carries the link and tag only while it
- * waits to go back from another thread: a free that finds its bit set or
- * the tag there is a double free.
+ * free) is cleared when freed but for its size and a tag in words 0-1, or
+ * the link and tag while it waits to go back from another thread: a free
+ * that finds its bit set or the tag there is a double free, and handing
+ * it out checks the zeros after the tag.
  */
 #ifndef HAKMEM_SECURE_H
 #define HAKMEM_SECURE_H
@@ -42,6 +43,7 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call);
 void hk_secure_taken(void *block, void *next, unsigned cls);
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
 void hk_secure_drained(void *b);
+void *hk_secure_bitmap_taken(void *p);
 void hk_secure_fresh(void *block, size_t size);
 /* From hk_invalid_pointer: reports p (and aborts) if it lies in a block of a
  * page in use, an address inside it or the block itself freed already;
@@ -77,6 +79,9 @@ static inline void hk_set_next(void *b, void *next)
 #define HK_SECURE_FRESH(block, size) hk_secure_fresh((block), (size))
 /* A block of pg is named by realloc or malloc_usable_size: not free. */
 #define HK_SECURE_LIVE(pg, p, call) hk_secure_live((pg), (p), (call))
+/* A medium or large block p (or NULL) leaves its page for the user: its
+ * value. */
+#define HK_SECURE_BITMAP_TAKEN(p) hk_secure_bitmap_taken(p)
 /* b, freed by another thread, leaves the heap's delayed list. */
 #define HK_SECURE_DRAINED(b) hk_secure_drained(b)
 
@@ -94,6 +99,7 @@ static inline void hk_set_next(void *b, void *next)
 #define HK_SECURE_FRESH(block, size) ((void)sizeof(block), (void)sizeof(size))
 #define HK_SECURE_LIVE(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
 #define HK_SECURE_DRAINED(b) ((void)sizeof(b))
+#define HK_SECURE_BITMAP_TAKEN(p) (p)
 
 #endif /* HK_SECURE */
 
