@@ -51,8 +51,6 @@ tests-deps:
 # (-Isrc) and run with build/debug/libhakmem.so preloaded.
 DEBUG_TESTS := $(patsubst tests/debug/%.c,$(T)/debug-tests/%,$(wildcard tests/debug/*.c))
 
-tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS) $(HARDENED_BINS)
-
 # The heap-misuse suite (tests/hardened/): a plain program, preloaded with
 # the default or the hardened library, and one linked with the hardened
 # archive (make secure).
@@ -68,6 +66,8 @@ $(T)/plain/hardened/%: $(T)/obj/hardened/%.o $(CHECK_LIB)
 $(T)/secure-static/hardened/%: $(T)/obj/hardened/%.o $(CHECK_LIB) $(SECURE_A)
 	@mkdir -p $(dir $@)
 	$(TEST_CC) -pthread $< $(CHECK_LIB) $(LINK_SECURE_STATIC) -o $@
+
+tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS) $(HARDENED_BINS)
 
 $(T)/debug-tests/%: tests/debug/%.c $(CHECK_LIB) $(TEST_HDRS) $(HDRS) tests/tests.mk
 	@mkdir -p $(dir $@)
