@@ -1,7 +1,7 @@
 /*
- * The hardened build (`make secure`, -DHK_SECURE): checks of small blocks
- * as they are freed and handed out, and clearer reports of bad pointers.
- * secure.h says what a free small block holds; this file checks it.  In the
+ * The hardened build (`make secure`, -DHK_SECURE): checks of blocks as
+ * they are freed and handed out, and clearer reports of bad pointers.
+ * secure.h says what a free block holds; this file checks it.  In the
  * default build this file compiles to nothing.
  */
 #include "internal.h"
