@@ -179,6 +179,15 @@ void hk_secure_bad_pointer(const char *call, const void *ptr)
         return;
     struct hk_page *pg = hk_page_header(p & ~(((uintptr_t)1 << shift) - 1), shift);
     uint32_t size = pg->block_size;
+    if (size == 0 && pg->cls != 0) {
+        /* A free page that still knows its last class (not purged): every
+         * block of it was freed, so the start of one is freed again. */
+        size = hk_classes[pg->cls].block_size;
+        uintptr_t first = (p & ~(((uintptr_t)1 << shift) - 1)) + hk_classes[pg->cls].first_block;
+        if (p >= first && (p - first) % size == 0 && (p - first) / size < pg->capacity)
+            hk_secure_report("double free", call, ptr, size);
+        return;
+    }
     if (size == 0 || p < (uintptr_t)pg->blocks)
         return;
     uint64_t block = (p - (uintptr_t)pg->blocks) / size;

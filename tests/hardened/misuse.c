@@ -32,6 +32,7 @@
 enum kind {
 	DOUBLE_FREE,         /* free(p); free(p) */
 	DOUBLE_FREE_DELAYED, /* free(p); free(q); free(p) */
+	DOUBLE_FREE_LAST,    /* free(p); free(p), p the only block of its page */
 	DOUBLE_FREE_REUSED,  /* free(p); r = malloc (p again); free(r); free(p) */
 	DOUBLE_FREE_SIZED,   /* free(p); free_sized(p) */
 	DOUBLE_FREE_THREAD,  /* free(p); another thread frees p */
@@ -56,6 +57,7 @@ struct misuse {
 static const struct misuse misuses[] = {
 	{ DOUBLE_FREE, "double free", "double free", "free" },
 	{ DOUBLE_FREE_DELAYED, "double free, another block freed between", "double free", "free" },
+	{ DOUBLE_FREE_LAST, "double free of the last block of its page", "double free", "free" },
 	{ DOUBLE_FREE_REUSED, "double free through a stale pointer to a reused block", "double free", "free" },
 	{ DOUBLE_FREE_SIZED, "double free by free_sized", "double free", "free_sized" },
 	{ DOUBLE_FREE_THREAD, "double free, the second by another thread", "double free", "free" },
@@ -116,6 +118,7 @@ static void misuse(void *arg)
 	char *p = j->p;
 	switch (j->m->kind) {
 	case DOUBLE_FREE:
+	case DOUBLE_FREE_LAST:
 		free(p);
 		free(p);
 		break;
@@ -198,7 +201,7 @@ static void run_case(const struct misuse *m, size_t size, bool hardened)
 	struct job j = { .m = m, .size = size };
 	/* q, allocated first, keeps a medium or large page in use after p's
 	 * free (an emptied page may be retired: its blocks are then nobody's). */
-	j.q = malloc(size);
+	j.q = m->kind == DOUBLE_FREE_LAST ? NULL : malloc(size);
 	j.p = malloc(size);
 	j.block = malloc_usable_size(j.p);
 	size_t inside = (j.block / 2) & ~(size_t)15;
@@ -246,7 +249,13 @@ int main(void)
 	bool hardened = env != NULL && strcmp(env, "1") == 0;
 	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
 		for (size_t m = 0; m < sizeof misuses / sizeof misuses[0]; m++)
-			run_case(&misuses[m], sizes[s], hardened);
+			if (misuses[m].kind != DOUBLE_FREE_LAST)
+				run_case(&misuses[m], sizes[s], hardened);
+	/* A class nothing else here uses: p is alone in its page, which its
+	 * free retires. */
+	for (size_t m = 0; m < sizeof misuses / sizeof misuses[0]; m++)
+		if (misuses[m].kind == DOUBLE_FREE_LAST)
+			run_case(&misuses[m], 300000, hardened);
 	printf("%s build: %u of %u misuse cases caught\n", hardened ? "hardened" : "default", caught,
 	       cases);
 	return check_finish();
