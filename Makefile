@@ -67,6 +67,29 @@ $(DEBUG_A): $(DEBUG_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $(DEBUG_OBJS)
 
+# The hardened build: the same library with its heap-misuse checks
+# (HK_SECURE: src/secure.c, src/secure.h), a library of its own to preload
+# or link in place of the default one.
+SECURE_OBJS := $(SRCS:src/%.c=$(BUILD)/secure-obj/%.o)
+SECURE_SO   := $(BUILD)/libhakmem-secure.so
+SECURE_A    := $(BUILD)/libhakmem-secure.a
+SECURE_SONAME := libhakmem-secure.so.0
+
+$(BUILD)/secure-obj/%.o: src/%.c $(HDRS) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -DHK_SECURE -c $< -o $@
+
+.PHONY: secure
+secure: $(SECURE_SO) $(SECURE_A)
+
+$(SECURE_SO): $(SECURE_OBJS)
+	$(CC) $(LIB_LDFLAGS) -Wl,-soname,$(SECURE_SONAME) -o $@ $(SECURE_OBJS) $(LIB_LIBS)
+	ln -sf libhakmem-secure.so $(BUILD)/$(SECURE_SONAME)
+
+$(SECURE_A): $(SECURE_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $(SECURE_OBJS)
+
 # The link under the soname lets programs linked in the tree run from it.
 $(SO): $(OBJS)
 	$(CC) $(LIB_LDFLAGS) -Wl,-soname,$(SONAME) -o $@ $(OBJS) $(LIB_LIBS)

@@ -44,7 +44,8 @@ PKG_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(PKG_VERSION)|g' \
 # Everything installed, for uninstall (the versioned shared library and its
 # links are found by pattern).
 PKG_FILES = $(PKG_ROOT)/bin/hakmem $(PKG_ROOT)/include/hakmem.h \
-	$(PKG_LIB)/libhakmem.a $(PKG_LIB)/libhakmem-api.a $(PKG_LIB)/pkgconfig/hakmem.pc \
+	$(PKG_LIB)/libhakmem.a $(PKG_LIB)/libhakmem-api.a $(PKG_LIB)/libhakmem-secure.a \
+	$(PKG_LIB)/pkgconfig/hakmem.pc \
 	$(PKG_LIB)/$(PKG_CMAKEDIR)/hakmemConfig.cmake \
 	$(PKG_LIB)/$(PKG_CMAKEDIR)/hakmemConfigVersion.cmake \
 	$(PKG_MAN)/man1/hakmem.1 $(PKG_MAN)/man3/hakmem.3
@@ -52,7 +53,7 @@ PKG_FILES = $(PKG_ROOT)/bin/hakmem $(PKG_ROOT)/include/hakmem.h \
 .PHONY: install uninstall test-install deb test-deb
 
 # The filled templates depend on PREFIX and LIBDIR: made anew on every install.
-install: lib
+install: lib secure
 	@mkdir -p $(PKG_OUT)
 	@$(PKG_SUBST) bin/hakmem >$(PKG_OUT)/hakmem
 	@$(PKG_SUBST) packaging/hakmem.pc.in >$(PKG_OUT)/hakmem.pc
@@ -64,7 +65,7 @@ install: lib
 		$(PKG_LIB)/$(PKG_CMAKEDIR) $(PKG_MAN)/man1 $(PKG_MAN)/man3
 	$(INSTALL) -m 755 $(PKG_OUT)/hakmem $(PKG_ROOT)/bin/
 	$(INSTALL) -m 644 include/hakmem.h $(PKG_ROOT)/include/
-	$(INSTALL) -m 644 $(A) $(API_A) $(PKG_LIB)/
+	$(INSTALL) -m 644 $(A) $(API_A) $(SECURE_A) $(PKG_LIB)/
 	$(INSTALL) -m 644 $(PKG_OUT)/hakmem.pc $(PKG_LIB)/pkgconfig/
 	$(INSTALL) -m 644 $(PKG_OUT)/hakmemConfig.cmake $(PKG_OUT)/hakmemConfigVersion.cmake \
 		$(PKG_LIB)/$(PKG_CMAKEDIR)/
@@ -76,9 +77,14 @@ install: lib
 	$(INSTALL) -m 644 $(SO) $(PKG_LIB)/libhakmem.so.$(PKG_VERSION)
 	ln -sf libhakmem.so.$(PKG_VERSION) $(PKG_LIB)/libhakmem.so
 	ln -sf libhakmem.so.$(PKG_VERSION) $(PKG_LIB)/$(SONAME)
+	@# The hardened library beside it, the same way (hakmem run --secure).
+	$(INSTALL) -m 644 $(SECURE_SO) $(PKG_LIB)/libhakmem-secure.so.$(PKG_VERSION)
+	ln -sf libhakmem-secure.so.$(PKG_VERSION) $(PKG_LIB)/libhakmem-secure.so
+	ln -sf libhakmem-secure.so.$(PKG_VERSION) $(PKG_LIB)/$(SECURE_SONAME)
 
 uninstall:
-	rm -f $(PKG_FILES) $(PKG_LIB)/libhakmem.so $(PKG_LIB)/libhakmem.so.*
+	rm -f $(PKG_FILES) $(PKG_LIB)/libhakmem.so $(PKG_LIB)/libhakmem.so.* \
+		$(PKG_LIB)/libhakmem-secure.so $(PKG_LIB)/libhakmem-secure.so.*
 	@# Only the directories that are hakmem's alone, and only when empty.
 	@rmdir $(PKG_LIB)/$(PKG_CMAKEDIR) $(PKG_LIB)/cmake $(PKG_LIB)/pkgconfig \
 		2>/dev/null || true

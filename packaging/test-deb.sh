@@ -88,6 +88,12 @@ has "$out" "malloc served by hakmem" ||
 has "$out" "LD_PRELOAD=$runtime/$lib/libhakmem.so.0" ||
     fail "hakmem run, without libhakmem-dev: does not preload the packaged library"
 ok "hakmem run works with libhakmem0 and hakmem alone"
+run "hakmem run --secure, without libhakmem-dev" 0 "$runtime/usr/bin/hakmem" run --secure -- "$work/probe"
+has "$out" "malloc served by hakmem" ||
+    fail "hakmem run --secure: not served by hakmem"
+has "$out" "LD_PRELOAD=$runtime/$lib/libhakmem-secure.so.0" ||
+    fail "hakmem run --secure: does not preload the packaged hardened library"
+ok "hakmem run --secure preloads the packaged hardened library"
 
 echo "test-deb: all $passed checks passed"
 echo "checks: $passed"

@@ -22,11 +22,17 @@ prefix=$work/prefix
 run "make install" 0 "$make" -s install DESTDIR= PREFIX="$prefix"
 for f in bin/hakmem include/hakmem.h lib/libhakmem.so lib/libhakmem.so.0 \
     lib/libhakmem.so."$version" lib/libhakmem.a lib/libhakmem-api.a lib/pkgconfig/hakmem.pc \
+    lib/libhakmem-secure.so lib/libhakmem-secure.so.0 lib/libhakmem-secure.so."$version" \
+    lib/libhakmem-secure.a \
     lib/cmake/hakmem/hakmemConfig.cmake lib/cmake/hakmem/hakmemConfigVersion.cmake \
     share/man/man1/hakmem.1 share/man/man3/hakmem.3; do
     [ -e "$prefix/$f" ] || fail "make install: $f missing"
 done
 ok "make install PREFIX=... installs every file"
+run "hakmem --library --secure" 0 "$prefix/bin/hakmem" --library --secure
+has "$out" "$prefix/lib/libhakmem-secure.so.0" ||
+    fail "hakmem --library --secure: does not name the installed hardened library"
+ok "the launcher finds the installed hardened library"
 
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" check_pkgconfig prefix "$prefix/lib"
 check_cmake prefix "$prefix/lib" -DCMAKE_PREFIX_PATH="$prefix"

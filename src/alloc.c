@@ -16,7 +16,9 @@ HK_API HK_HOT void *hak_malloc(size_t size)
         void **list = &hk_tls.free[cls];
         void *block = *list;
         if (HK_LIKELY(block != NULL)) {
-            *list = *(void **)block;
+            void *next = hk_next(block);
+            HK_SECURE_TAKEN(block, next, cls);
+            *list = next;
             return block;
         }
         if (HK_LIKELY(cls != 0))
@@ -32,7 +34,9 @@ static inline void *alloc_from_class(unsigned cls)
     void **list = &hk_tls.free[cls];
     void *block = *list;
     if (HK_LIKELY(block != NULL)) {
-        *list = *(void **)block;
+        void *next = hk_next(block);
+        HK_SECURE_TAKEN(block, next, cls);
+        *list = next;
         return block;
     }
     return hk_refill(cls);

@@ -34,13 +34,15 @@ HK_ALIAS(calloc, hak_calloc)
  * The thread's own blocks are found by masking, as free finds them. */
 size_t hk_usable_size(const void *p, const char *call)
 {
-    if (hk_own_arena(p))
+    if (!HK_SECURE_ON && hk_own_arena(p))
         return hk_page_of_block(p)->block_size;
     if (p == NULL)
         return 0;
     struct hk_page *pg = hk_page_of(p);
-    if (pg != NULL)
+    if (pg != NULL) {
+        HK_SECURE_LIVE(pg, p, call);
         return pg->block_size;
+    }
     size_t size = hk_huge_usable_size(p);
     if (size == 0)
         hk_invalid_pointer(call, p);

@@ -163,7 +163,7 @@ HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigne
 
 HK_NOINLINE void *hk_bitmap_malloc(size_t size)
 {
-    return hk_bitmap_alloc(hk_tls.heap, hk_size_class_above_128(size));
+    return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(hk_tls.heap, hk_size_class_above_128(size)));
 }
 
 HK_NOINLINE void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls)

@@ -82,7 +82,7 @@ static unsigned walk(const struct hk_page *pg, const void *list, uint64_t *seen,
 {
     unsigned carved = (unsigned)(pg->capacity - pg->unbumped);
     unsigned n = 0;
-    for (const void *b = list; b != NULL; b = *(void *const *)b) {
+    for (const void *b = list; b != NULL; b = hk_next(b)) {
         uintptr_t off = (uintptr_t)b - (uintptr_t)pg->blocks;
         if ((uintptr_t)b < (uintptr_t)pg->blocks || off % pg->block_size != 0)
             PAGE_FAIL("a free list holds an address that is not a block of the page");
@@ -110,7 +110,7 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
          * many as it counts, then this page's. */
         const void *list = hk_tls.free[pg->cls];
         unsigned foreign = 0;
-        for (; list != NULL && hk_page_of_block(list) != pg; list = *(void *const *)list) {
+        for (; list != NULL && hk_page_of_block(list) != pg; list = hk_next(list)) {
             const struct hk_page *home = hk_page_of(list);
             if (home == NULL || home->heap == h || home->cls != pg->cls)
                 PAGE_FAIL("the thread's list holds a block that is not another heap's of the class");

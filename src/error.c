@@ -32,6 +32,9 @@ static void put_hex(char *buf, size_t *len, uintptr_t x)
 
 void hk_invalid_pointer(const char *call, const void *p)
 {
+#ifdef HK_SECURE
+    hk_secure_bad_pointer(call, p); /* a better report, if p is in a block */
+#endif
     char buf[256];
     size_t len = 0;
     put(buf, &len, "hakmem: ");
@@ -42,6 +45,36 @@ void hk_invalid_pointer(const char *call, const void *p)
     (void)!write(STDERR_FILENO, buf, len);
     abort();
 }
+
+#ifdef HK_SECURE
+static void put_decimal(char *buf, size_t *len, uint64_t x)
+{
+    char digits[21];
+    int n = sizeof digits - 1;
+    digits[n] = '\0';
+    do
+        digits[--n] = (char)('0' + x % 10);
+    while ((x /= 10) != 0);
+    put(buf, len, digits + n);
+}
+
+void hk_secure_report(const char *what, const char *call, const void *p, size_t size)
+{
+    char buf[256];
+    size_t len = 0;
+    put(buf, &len, "hakmem: ");
+    put(buf, &len, what);
+    put(buf, &len, ": ");
+    put(buf, &len, call);
+    put(buf, &len, "(");
+    put_hex(buf, &len, (uintptr_t)p);
+    put(buf, &len, ") ");
+    put_decimal(buf, &len, size);
+    put(buf, &len, "\n");
+    (void)!write(STDERR_FILENO, buf, len);
+    abort();
+}
+#endif
 
 /* One line on stderr: "hakmem: <what><detail>". */
 static void say(const char *what, const char *detail)

@@ -12,14 +12,15 @@
 
 static inline void free_block(void *p, const char *call)
 {
-    if (HK_LIKELY(hk_own_small(p))) {
+    /* The hardened build trusts no pointer: every free is validated. */
+    if (HK_LIKELY(!HK_SECURE_ON && hk_own_small(p))) {
         uintptr_t u = (uintptr_t)p;
         /* hk_page_free_local, spelled so that gcc addresses both fields from
          * the page base and decrements `used` in memory. */
         char *header = (char *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
         void **local_free = (void **)(header + offsetof(struct hk_page, local_free));
         int32_t *used = (int32_t *)(header + offsetof(struct hk_page, used));
-        *(void **)p = *local_free;
+        hk_set_next(p, *local_free);
         *local_free = p;
         int32_t left = *used - 1;
         *used = left;
@@ -61,6 +62,7 @@ static HK_NOINLINE void free_other(void *p, const char *call)
         return;
     struct hk_page *pg = hk_page_of(p);
     if (pg != NULL) {
+        HK_SECURE_FREEING(pg, p, call);
         struct hk_heap *mine = hk_tls.heap;
         if (pg->heap == mine)
             hk_page_free_local(pg, p, call);
@@ -79,7 +81,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     /* The thread's own medium and large blocks: as trusted as the small ones
      * of the fast path (nothing else can live in the thread's own arena).
      * A 16-aligned block of the arena outside its small region is one. */
-    if (hk_own_arena(p)) {
+    if (!HK_SECURE_ON && hk_own_arena(p)) {
         uintptr_t u = (uintptr_t)p;
         unsigned shift = (uint32_t)u < HK_LARGE_REGION_OFFSET ? HK_MEDIUM_PAGE_SHIFT
                                                                : HK_LARGE_PAGE_SHIFT;

@@ -99,11 +99,11 @@ void hk_heap_flush_tls(struct hk_heap *h)
         HK_ASSERT(pg != NULL && pg->state == HK_PAGE_CURRENT);
         void *tail = list;
         int32_t n = 1;
-        while (*(void **)tail != NULL) {
-            tail = *(void **)tail;
+        while (hk_next(tail) != NULL) {
+            tail = hk_next(tail);
             n++;
         }
-        *(void **)tail = pg->local_free;
+        hk_set_next(tail, pg->local_free);
         pg->local_free = list;
         pg->used -= n;
         hk_tls.free[cls] = NULL;
@@ -160,7 +160,8 @@ void hk_heap_drain_delayed(struct hk_heap *h)
 {
     void *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
     while (b != NULL) {
-        void *next = *(void **)b;
+        void *next = hk_next(b);
+        HK_SECURE_DRAINED(b);
         hk_page_free_local(hk_page_of_block(b), b, "free");
         b = next;
     }

@@ -23,6 +23,7 @@ void hk_init(void)
         init_running = true;
         hk_classes_init();
         hk_os_init();
+        HK_SECURE_INIT(); /* the hardened build's secrets, before any block */
         hk_config_load();
         config_saw_environment = environ != NULL;
         hk_heap_init_once();

@@ -153,6 +153,9 @@ struct hk_page {
 _Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is two cache lines");
 _Static_assert(offsetof(struct hk_page, used) == 64, "owner fields on their own line");
 
+/* Free-list links and the hardened build's hooks (plain in the default). */
+#include "secure.h"
+
 static inline uintptr_t hk_region_offset(unsigned kind)
 {
     return kind == HK_SMALL ? 0 : kind == HK_MEDIUM ? HK_MEDIUM_REGION_OFFSET : HK_LARGE_REGION_OFFSET;
@@ -495,7 +498,7 @@ static inline void hk_page_free_local(struct hk_page *pg, void *p, const char *c
         hk_bitmap_free(pg, p, call);
         return;
     }
-    *(void **)p = pg->local_free;
+    hk_set_next(p, pg->local_free);
     pg->local_free = p;
     if (HK_UNLIKELY(--pg->used == 0))
         hk_page_event(p); /* the block, not pg: keeps pg out of a register */

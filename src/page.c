@@ -55,9 +55,12 @@ static void *page_carve(struct hk_page *pg, void *list)
     size_t size = pg->block_size;
     char *first = hk_page_blocks(pg) + (size_t)(pg->capacity - pg->unbumped) * size;
     char *b = first;
-    for (unsigned i = 1; i < n; i++, b += size)
-        *(void **)b = b + size;
-    *(void **)b = list;
+    for (unsigned i = 1; i < n; i++, b += size) {
+        HK_SECURE_FRESH(b, size);
+        hk_set_next(b, b + size);
+    }
+    HK_SECURE_FRESH(b, size);
+    hk_set_next(b, list);
     pg->unbumped = (uint16_t)(pg->unbumped - n);
     return first;
 }
@@ -175,7 +178,9 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
             if (list == NULL && hk_arena_page_extend(pg))
                 list = page_take(h, pg);
             if (list != NULL) {
-                hk_tls.free[cls] = *(void **)list;
+                void *next = hk_next(list);
+                HK_SECURE_TAKEN(list, next, cls);
+                hk_tls.free[cls] = next;
                 HK_CHECK_PAGE(pg);
                 return list;
             }
@@ -228,7 +233,7 @@ void *hk_refill(unsigned cls)
 {
     struct hk_heap *h = hk_tls.heap;
     if (cls >= hk_first_medium_class)
-        return hk_bitmap_alloc(h, cls);
+        return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(h, cls));
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
     if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_purge_wanted() &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
@@ -240,7 +245,9 @@ void *hk_refill(unsigned cls)
             pg->used = pg->capacity - pg->unbumped;
             hk_count(&h->refills[cls], 1);
             hk_count(&h->supplied[cls], freed);
-            hk_tls.free[cls] = *(void **)list;
+            void *next = hk_next(list);
+            HK_SECURE_TAKEN(list, next, cls);
+            hk_tls.free[cls] = next;
             HK_CHECK_PAGE(pg);
             return list;
         }

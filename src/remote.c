@@ -38,7 +38,7 @@ void hk_remote_flush(void)
     struct hk_heap *h = t->remote_heap;
     void *old = atomic_load_explicit(&h->delayed, memory_order_relaxed);
     do
-        *(void **)t->remote_tail = old;
+        hk_set_next(t->remote_tail, old);
     while (!atomic_compare_exchange_weak_explicit(&h->delayed, &old, t->remote_head,
                                                   memory_order_release, memory_order_relaxed));
     t->remote_head = t->remote_tail = NULL;
@@ -56,7 +56,7 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     }
     if (t->remote_head == NULL)
         t->remote_tail = p;
-    *(void **)p = t->remote_head;
+    hk_set_next(p, t->remote_head);
     t->remote_head = p;
     if (++t->remote_count >= REMOTE_BATCH)
         hk_remote_flush();
@@ -69,7 +69,7 @@ void hk_foreign_send(struct hk_heap *h, unsigned cls)
     void *b = t->free[cls];
     uint64_t n = 0;
     while (b != NULL && hk_foreign_block(h, cls, b)) {
-        void *next = *(void **)b;
+        void *next = hk_next(b);
         hk_remote_free(hk_page_of_block(b)->heap, b);
         b = next;
         n++;
@@ -89,14 +89,14 @@ void hk_foreign_free(struct hk_heap *h, struct hk_page *pg, void *p)
     if (HK_UNLIKELY(t->foreign[cls] >= cap)) {
         /* Count those still there: mallocs may have taken some. */
         unsigned n = 0;
-        for (void *b = t->free[cls]; b != NULL && hk_foreign_block(h, cls, b); b = *(void **)b)
+        for (void *b = t->free[cls]; b != NULL && hk_foreign_block(h, cls, b); b = hk_next(b))
             n++;
         if (n * 2 >= cap)
             hk_foreign_send(h, cls);
         else
             t->foreign[cls] = (uint16_t)n;
     }
-    *(void **)p = t->free[cls];
+    hk_set_next(p, t->free[cls]);
     t->free[cls] = p;
     t->foreign[cls]++;
     hk_count(&h->supplied[cls], 1);

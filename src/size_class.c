@@ -75,9 +75,12 @@ void hk_classes_init(void)
          * whole cache lines: a smaller one shares its line with blocks that
          * other threads may be writing, and a thread that reused it would
          * write that line too (passive false sharing: 5x slower writes on
-         * false-sharing-passive). */
+         * false-sharing-passive).  Never in the hardened build, whose
+         * free lists hold only blocks of one page (secure.c checks each
+         * link against it). */
         bool whole_lines = size % HK_CACHE_LINE == 0;
-        k->foreign_cap = (uint16_t)(k->kind == HK_SMALL && whole_lines ? 4 * batch : 0);
+        bool reuse = k->kind == HK_SMALL && whole_lines && !HK_SECURE_ON;
+        k->foreign_cap = (uint16_t)(reuse ? 4 * batch : 0);
     }
     hk_class_of_index[0] = 1;
     for (unsigned i = 1; i < HK_FAST_INDEXES; i++) {

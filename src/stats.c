@@ -27,7 +27,7 @@ _Static_assert(HAK_STATS_CLASSES >= HK_NCLASSES, "hak_stats has a row per size c
 static uint64_t list_length(void *list)
 {
     uint64_t n = 0;
-    for (; list != NULL; list = *(void **)list)
+    for (; list != NULL; list = hk_next(list))
         n++;
     return n;
 }
@@ -103,7 +103,7 @@ static void collect(struct hak_stats *out, struct hk_census *census)
         pthread_mutex_unlock(&h->pool_lock);
         /* Blocks of full pages that wait in the delayed list are free. */
         void *d = atomic_load_explicit(&h->delayed, memory_order_acquire);
-        for (; d != NULL; d = *(void **)d)
+        for (; d != NULL; d = hk_next(d))
             out->classes[hk_page_of_block(d)->cls].live--;
     }
     if (mine != NULL) {

@@ -146,6 +146,27 @@ else
 		failed_names+=("setup: debug build")
 	fi
 
+	# 1c. The hardened build (make secure): the same programs on it (but the
+	# two that expect the default build's report line), bad/hardened_xfail
+	# as a test it passes, and the heap-misuse suite (tests/hardened/),
+	# which expects its reports there and records what the default catches.
+	SECURE_LIB=$ROOT/build/libhakmem-secure.so
+	if [[ -f $SECURE_LIB ]]; then
+		for p in $C_PROGS; do
+			[[ $p == bad/invalid_pointer || $p == bad/medium_large_free ]] && continue
+			run "secure/$p" env HAKMEM_TEST_HARDENED=1 LD_PRELOAD="$SECURE_LIB" "$B/plain/$p"
+		done
+		hardened=(env HAKMEM_TEST_HARDENED=1)
+		run "hardened/misuse [secure preload]" "${hardened[@]}" LD_PRELOAD="$SECURE_LIB" \
+			"$B/plain/hardened/misuse"
+		run "hardened/misuse [secure static]" "${hardened[@]}" "$B/secure-static/hardened/misuse"
+		run "hardened/misuse [default: recorded]" env LD_PRELOAD="$LIB" "$B/plain/hardened/misuse"
+	elif ((!list)); then
+		echo "FAIL  setup: build/libhakmem-secure.so is missing (make secure)"
+		failed=$((failed + 1))
+		failed_names+=("setup: hardened build")
+	fi
+
 	# Strict overcommit accounting, where this machine lets it be set.
 	run "api/strict_overcommit" tests/overcommit.sh "$B" "$LIB"
 

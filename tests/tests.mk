@@ -39,7 +39,7 @@ include tests/sanitize.mk
 .PHONY: test tests-build tests-deps
 test:
 	@scripts/install-test-deps.sh
-	@$(MAKE) --no-print-directory lib debug
+	@$(MAKE) --no-print-directory lib debug secure
 	@$(MAKE) --no-print-directory tests-build
 	@$(MAKE) --no-print-directory test-install
 	@tests/run.sh $(TESTS)
@@ -51,7 +51,23 @@ tests-deps:
 # (-Isrc) and run with build/debug/libhakmem.so preloaded.
 DEBUG_TESTS := $(patsubst tests/debug/%.c,$(T)/debug-tests/%,$(wildcard tests/debug/*.c))
 
-tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS)
+# The heap-misuse suite (tests/hardened/): a plain program, preloaded with
+# the default or the hardened library, and one linked with the hardened
+# archive (make secure).
+HARDENED_PROGS := $(patsubst tests/%.c,%,$(wildcard tests/hardened/*.c))
+HARDENED_BINS  := $(HARDENED_PROGS:%=$(T)/plain/%) $(HARDENED_PROGS:%=$(T)/secure-static/%)
+.SECONDARY: $(HARDENED_PROGS:%=$(T)/obj/%.o)
+LINK_SECURE_STATIC := -rdynamic -Wl,-u,hak_malloc -Wl,-u,free_sized \
+	-Wl,-u,free_aligned_sized -Wl,-u,hak_collect $(SECURE_A)
+
+$(T)/plain/hardened/%: $(T)/obj/hardened/%.o $(CHECK_LIB)
+	@mkdir -p $(dir $@)
+	$(TEST_CC) -pthread $< $(CHECK_LIB) -o $@
+$(T)/secure-static/hardened/%: $(T)/obj/hardened/%.o $(CHECK_LIB) $(SECURE_A)
+	@mkdir -p $(dir $@)
+	$(TEST_CC) -pthread $< $(CHECK_LIB) $(LINK_SECURE_STATIC) -o $@
+
+tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS) $(HARDENED_BINS)
 
 $(T)/debug-tests/%: tests/debug/%.c $(CHECK_LIB) $(TEST_HDRS) $(HDRS) tests/tests.mk
 	@mkdir -p $(dir $@)
