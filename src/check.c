@@ -110,7 +110,7 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
          * many as it counts, then this page's. */
         const void *list = hk_tls.free[pg->cls];
         unsigned foreign = 0;
-        for (; list != NULL && hk_page_of_block(list) != pg; list = hk_next(list)) {
+        for (; list != NULL && hk_foreign_block(h, pg->cls, list); list = hk_next(list)) {
             const struct hk_page *home = hk_page_of(list);
             if (home == NULL || home->heap == h || home->cls != pg->cls)
                 PAGE_FAIL("the thread's list holds a block that is not another heap's of the class");

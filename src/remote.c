@@ -11,8 +11,8 @@
  *
  * Only blocks of whole cache lines are kept (a smaller one shares its line
  * with blocks other threads may be writing), and only so many per class
- * (foreign_cap, size_class.c), or a thread
- * that frees what others allocate and allocates little would hoard them.
+ * (foreign_cap, size_class.c), or a thread that frees what others allocate
+ * and allocates little would hoard them.
  * Since a class's list gets the current page's blocks only when it runs
  * empty, the other heaps' blocks on it always come first: counting them
  * walks just those.  When the bound is reached and they still fill half of
