@@ -285,9 +285,15 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
         uint32_t chunk = (uint32_t)(COMMIT_CHUNK >> hk_page_shift(kind));
         if (chunk == 0)
             chunk = 1;
-        if (!hk_os_commit((void *)page_addr(a, kind, r->committed),
-                          (uintptr_t)chunk << hk_page_shift(kind)))
+        void *start = (void *)page_addr(a, kind, r->committed);
+        size_t bytes = (uintptr_t)chunk << hk_page_shift(kind);
+        if (!hk_os_commit(start, bytes))
             return false;
+        /* Small pages past the first chunk: the heap is dense and large
+         * enough that TLB misses cost more than rounding its memory up to
+         * huge pages (hk_region_purge keeps them from breaking up twice). */
+        if (kind == HK_SMALL && hk_config.thp)
+            hk_os_huge_pages(start, bytes, true);
         r->committed += chunk;
         hk_stat_add(&hk_os_stats.committed_bytes, (uint64_t)chunk << hk_page_shift(kind));
     }
@@ -482,6 +488,24 @@ static void sort_pages(struct hk_page **pages, size_t n)
  * `cutoff`, and of the oldest ones beyond the newest `keep`, in address
  * order so that neighbours go back in one call.  Called with the pool lock held; drops it around the system calls
  * (the pages being purged are on no list meanwhile).  Returns bytes purged. */
+/* Small pages [start, start + bytes) of a were purged.  If they were on
+ * huge pages (past the first chunk, hk_arena_page_extend), the purge broke
+ * those up: the huge pages around them are not made again, so that a heap
+ * that breathes pays for the split once, and khugepaged does not fill the
+ * purged pages back in. */
+static void thp_off(const struct hk_arena *a, uintptr_t start, size_t bytes)
+{
+    uintptr_t first_chunk_end = a->base + COMMIT_CHUNK;
+    uintptr_t end = start + bytes;
+    if (end <= first_chunk_end)
+        return;
+    start = start & ~(HK_OS_HUGE_PAGE - 1);
+    if (start < first_chunk_end)
+        start = first_chunk_end;
+    end = (end + HK_OS_HUGE_PAGE - 1) & ~(HK_OS_HUGE_PAGE - 1);
+    hk_os_huge_pages((void *)start, end - start, false);
+}
+
 size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
                        uint64_t cutoff, uint32_t keep)
 {
@@ -515,6 +539,8 @@ size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
             while (j < n && (char *)batch[j] - (char *)batch[j - 1] == (ptrdiff_t)page_size)
                 j++;
             hk_os_purge(page_base(batch[i], kind), (j - i) * page_size);
+            if (kind == HK_SMALL && hk_config.thp)
+                thp_off(a, (uintptr_t)page_base(batch[i], kind), (j - i) * page_size);
             i = j;
         }
         pthread_mutex_lock(&h->pool_lock);

@@ -15,18 +15,22 @@
 static const struct hk_config profiles[] = {
     /* speed: keep free memory longer; purge only while the program runs */
     {.profile = "speed", .purge_delay_ms = 5000, .purge_thread = false, .idle_keep = SIZE_MAX,
-     .huge_cache_bytes = (size_t)256 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 5000},
+     .huge_cache_bytes = (size_t)256 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 5000,
+     .thp = true},
     /* balanced (the default) */
     {.profile = "balanced", .purge_delay_ms = 250, .purge_thread = true, .idle_keep = (size_t)4 << 20,
-     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250},
+     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250,
+     .thp = true},
     /* lean: give memory back almost at once */
     {.profile = "lean", .purge_delay_ms = 20, .purge_thread = true, .idle_keep = (size_t)1 << 20,
-     .huge_cache_bytes = (size_t)8 << 20, .huge_cache_live_pct = 25, .huge_cache_ms = 20},
+     .huge_cache_bytes = (size_t)8 << 20, .huge_cache_live_pct = 25, .huge_cache_ms = 20,
+     .thp = false},
 };
 
 struct hk_config hk_config = {
     .profile = "balanced", .purge_delay_ms = 250, .purge_thread = true, .idle_keep = (size_t)4 << 20,
     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250,
+    .thp = true,
 };
 
 static bool parse_u64(const char *name, uint64_t *out)
@@ -86,6 +90,8 @@ void hk_config_load(void)
         hk_config.huge_cache_ms = x;
     if (parse_u64("HAKMEM_HUGE_CACHE_LIVE_PCT", &x))
         hk_config.huge_cache_live_pct = x;
+    if (parse_u64("HAKMEM_THP", &x))
+        hk_config.thp = x != 0;
 }
 
 void hk_config_print(void)
@@ -93,12 +99,12 @@ void hk_config_print(void)
     char buf[512];
     int n = snprintf(buf, sizeof buf,
                      "hakmem %s: profile=%s purge_delay_ms=%llu purge_thread=%d idle_keep=%zu "
-                     "huge_cache=%zu huge_cache_live_pct=%llu huge_cache_ms=%llu stats=%s\n",
+                     "huge_cache=%zu huge_cache_live_pct=%llu huge_cache_ms=%llu thp=%d stats=%s\n",
                      HAKMEM_VERSION_STRING, hk_config.profile,
                      (unsigned long long)hk_config.purge_delay_ms, hk_config.purge_thread,
                      hk_config.idle_keep,
                      hk_config.huge_cache_bytes, (unsigned long long)hk_config.huge_cache_live_pct,
-                     (unsigned long long)hk_config.huge_cache_ms,
+                     (unsigned long long)hk_config.huge_cache_ms, hk_config.thp,
                      hk_config.stats == 0 ? "off" : hk_config.stats == 1 ? "table" : "json");
     if (n > 0)
         (void)!write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);

@@ -604,6 +604,8 @@ void *hk_os_reserve_aligned(size_t size, size_t align);
 bool hk_os_map_at(void *addr, size_t size); /* errno EEXIST: taken */
 bool hk_os_commit(void *p, size_t size);
 void hk_os_purge(void *p, size_t size);
+void hk_os_huge_pages(void *p, size_t size, bool on); /* madvise (NO)HUGEPAGE */
+#define HK_OS_HUGE_PAGE ((uintptr_t)2 << 20)
 void *hk_os_map(size_t size);
 void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped);
 void hk_os_unmap(void *p, size_t size);
@@ -623,6 +625,8 @@ struct hk_config {
     size_t huge_cache_bytes;   /* bound on cached huge mappings, plus: */
     uint64_t huge_cache_live_pct; /* this share of the bytes in live huge blocks */
     uint64_t huge_cache_ms;    /* how long a cached mapping may wait */
+    bool thp;                  /* small regions past their first chunk on
+                                  transparent huge pages (arena.c) */
     bool verbose;
     int stats;                 /* HAKMEM_STATS: 0 off, 1 table, 2 JSON */
 };

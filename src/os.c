@@ -64,6 +64,15 @@ bool hk_os_commit(void *p, size_t size)
     return mprotect(p, size, PROT_READ | PROT_WRITE) == 0;
 }
 
+/* Ask for transparent huge pages for a range, or that none be made there
+ * again (khugepaged would fill purged holes back in).  Only advice: where
+ * the kernel has THP off, nothing changes. */
+void hk_os_huge_pages(void *p, size_t size, bool on)
+{
+    count_syscall();
+    madvise(p, size, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
 /* The memory goes back to the OS; the range stays usable and reads as zero. */
 void hk_os_purge(void *p, size_t size)
 {

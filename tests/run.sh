@@ -183,6 +183,10 @@ else
 	# Idle release under the other profile that promises it.
 	run "config/api/idle_release [HAKMEM_PROFILE=lean]" \
 		env HAKMEM_PROFILE=lean LD_PRELOAD="$LIB" "$B/plain/api/idle_release"
+	# Huge pages where they are off: lean, and HAKMEM_THP=0.
+	for cfg in HAKMEM_PROFILE=lean HAKMEM_THP=0; do
+		run "config/api/thp [$cfg]" env $cfg LD_PRELOAD="$LIB" "$B/plain/api/thp"
+	done
 
 
 	# 3. The allocator's own code under sanitizers (hak_* names only).
