@@ -145,17 +145,21 @@ HK_API void *hak_pvalloc(size_t size)
 }
 HK_ALIAS(pvalloc, hak_pvalloc)
 
-HK_API void hak_collect(void)
+static size_t collect(void)
 {
-    hk_heaps_collect_all();
-    hk_huge_cache_purge(true);
+    size_t bytes = hk_heaps_collect_all();
+    return bytes + hk_huge_cache_purge(true);
 }
 
-/* glibc's name for the same request; returns 1 as memory may have gone back. */
+HK_API void hak_collect(void)
+{
+    collect();
+}
+
+/* glibc's name for the same request: 1 if memory went back, as in glibc. */
 HK_API int hak_malloc_trim(size_t pad)
 {
     (void)pad;
-    hak_collect();
-    return 1;
+    return collect() != 0;
 }
 HK_ALIAS(malloc_trim, hak_malloc_trim)

@@ -124,9 +124,9 @@ static size_t trim_heap(struct hk_heap *h, bool all)
     return bytes;
 }
 
-void hk_bitmap_trim_all(struct hk_heap *h)
+size_t hk_bitmap_trim_all(struct hk_heap *h)
 {
-    trim_heap(h, true);
+    return trim_heap(h, true);
 }
 
 /* Every HK_TRIM_COUNTDOWN allocations: what the small classes do on each

@@ -169,17 +169,22 @@ void hk_heap_drain_delayed(struct hk_heap *h)
 
 /* hak_collect: everything that can go back to the OS, now.  The calling
  * thread's heap is collected in place; abandoned heaps are taken off their
- * list while they are collected, so that no thread adopts one meanwhile. */
-void hk_heaps_collect_all(void)
+ * list while they are collected, so that no thread adopts one meanwhile.
+ * Other threads' heaps give back their free pages (the pool lock guards
+ * those, as for the purger); what their owners hold (their current pages,
+ * TLS lists, the unused tops of medium and large pages in use) only they
+ * can touch.  Returns the bytes given back. */
+size_t hk_heaps_collect_all(void)
 {
+    size_t bytes = 0;
     hk_remote_flush();
     struct hk_heap *mine = hk_tls.heap;
     if (mine != NULL) {
         hk_heap_drain_delayed(mine);
         hk_heap_flush_tls(mine);
         release_current_pages(mine);
-        hk_bitmap_trim_all(mine);
-        hk_heap_purge(mine, HK_PURGE_ALL, true);
+        bytes += hk_bitmap_trim_all(mine);
+        bytes += hk_heap_purge(mine, HK_PURGE_ALL, true);
     }
     pthread_mutex_lock(&heaps_lock);
     struct hk_heap *list = abandoned_heaps;
@@ -188,16 +193,20 @@ void hk_heaps_collect_all(void)
     struct hk_heap *last = NULL;
     for (struct hk_heap *h = list; h != NULL; h = h->next_abandoned) {
         hk_heap_drain_delayed(h);
-        hk_bitmap_trim_all(h);
-        hk_heap_purge(h, HK_PURGE_ALL, true);
+        bytes += hk_bitmap_trim_all(h);
+        bytes += hk_heap_purge(h, HK_PURGE_ALL, true);
         last = h;
     }
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next)
+        if (h != mine && !__atomic_load_n(&h->abandoned, __ATOMIC_RELAXED))
+            bytes += hk_heap_purge(h, HK_PURGE_ALL, true);
     if (last != NULL) {
         pthread_mutex_lock(&heaps_lock);
         last->next_abandoned = abandoned_heaps;
         abandoned_heaps = list;
         pthread_mutex_unlock(&heaps_lock);
     }
+    return bytes;
 }
 
 /* The purger's pass: heaps are never freed and are added at the head of the

@@ -368,7 +368,7 @@ static inline bool hk_own_arena(const void *p)
 struct hk_heap *hk_heap_attach(void);      /* gives the thread a heap */
 void hk_heap_flush_tls(struct hk_heap *h); /* TLS lists back to their pages */
 void hk_heap_drain_delayed(struct hk_heap *h);
-void hk_heaps_collect_all(void);
+size_t hk_heaps_collect_all(void); /* bytes given back */
 void hk_heap_init_once(void);
 void hk_heap_watch_exit(void); /* run the thread-exit hook for this thread */
 bool hk_heaps_purge_all(void); /* true while free pages wait */
@@ -424,7 +424,7 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 
 #define HK_TRIM_COUNTDOWN 64
 void hk_bitmap_init(struct hk_page *pg);
-void hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
+size_t hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
 void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
 void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i);
 void *hk_bitmap_malloc(size_t size); /* a size above HK_SMALL_MAX */

@@ -1,9 +1,13 @@
 /*
  * trim.c: malloc_trim and hak_collect give free memory back to the system
  * and nothing else: live blocks keep their contents, the allocator keeps
- * working, and resident memory falls once everything is freed.
+ * working, and resident memory falls once everything is freed, also what
+ * another thread, still alive, freed.  malloc_trim returns 1 when memory
+ * went back, and (hakmem; glibc's may still find a little) 0 when called
+ * again with nothing freed in between.
  */
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,9 +71,66 @@ static void test_memory_returned(size_t size, size_t total)
 	free(p);
 }
 
+/* A thread that allocates and frees `total` bytes of `size`-byte blocks,
+ * then waits, alive, until main has trimmed. */
+struct worker {
+	size_t size, total;
+	pthread_barrier_t freed, trimmed;
+};
+
+static void *worker(void *arg)
+{
+	struct worker *w = arg;
+	size_t count = w->total / w->size;
+	void **p = malloc(count * sizeof *p);
+	for (size_t i = 0; p != NULL && i < count; i++) {
+		p[i] = malloc(w->size);
+		if (p[i] != NULL)
+			memset(p[i], 1, w->size);
+	}
+	for (size_t i = 0; p != NULL && i < count; i++)
+		free(p[i]);
+	free(p);
+	pthread_barrier_wait(&w->freed);
+	pthread_barrier_wait(&w->trimmed);
+	return NULL;
+}
+
+static void test_other_thread(size_t size, size_t total)
+{
+	struct worker w = { .size = size, .total = total };
+	pthread_barrier_init(&w.freed, NULL, 2);
+	pthread_barrier_init(&w.trimmed, NULL, 2);
+	t_collect();
+	size_t before = rss_bytes();
+	pthread_t t;
+	if (!CHECK(pthread_create(&t, NULL, worker, &w) == 0))
+		return;
+	pthread_barrier_wait(&w.freed);
+	size_t freed = rss_bytes();
+	int r = malloc_trim(0);
+	size_t after = rss_bytes();
+	int again = malloc_trim(0);
+	pthread_barrier_wait(&w.trimmed);
+	pthread_join(t, NULL);
+	CHECKF(freed < before + total / 2 || r == 1,
+	       "malloc_trim gave back %zu MiB but returned %d", (freed - after) / MiB, r);
+	CHECKF(after <= before + total / 4,
+	       "%zu MiB of %zu-byte blocks freed by a live thread, then malloc_trim: "
+	       "RSS %zu MiB -> %zu MiB -> %zu MiB", total / MiB, size, before / MiB,
+	       freed / MiB, after / MiB);
+	const char *allocator = getenv("TEST_ALLOCATOR");
+	if (allocator != NULL && strcmp(allocator, "hakmem") == 0)
+		CHECKF(again == 0, "malloc_trim with nothing freed since returned 1");
+	pthread_barrier_destroy(&w.freed);
+	pthread_barrier_destroy(&w.trimmed);
+}
+
 int main(void)
 {
 	check_init("trim");
+	test_other_thread(64, (size_t)64 << 20);
+	test_other_thread(20000, (size_t)64 << 20);
 	test_live_blocks_survive();
 	test_memory_returned(64, (size_t)128 << 20);
 	test_memory_returned(3000, (size_t)128 << 20);
