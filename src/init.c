@@ -44,4 +44,5 @@ __attribute__((constructor)) static void hk_constructor(void)
     if (hk_config.verbose)
         hk_config_print();
     hk_stats_prepare();
+    hk_heap_profile_start();
 }
