@@ -647,6 +647,10 @@ void hk_heap_profile_start(void)
 {
     if (hk_config.heap_profile == NULL || hk_heap_sampling)
         return;
+    if (HK_SECURE_ON) { /* its checks take every block for one of a page */
+        hk_warn("HAKMEM_HEAP_PROFILE (the hardened build has no heap profiler)");
+        return;
+    }
     sites = hk_os_map((size_t)MAX_SITES * sizeof *sites);
     site_index = hk_os_map((size_t)INDEX_SIZE * sizeof *site_index);
     if (sites == NULL || site_index == NULL) {
