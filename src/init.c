@@ -36,7 +36,9 @@ void hk_init(void)
         ;
 }
 
-__attribute__((constructor)) static void hk_constructor(void)
+/* The first priority: linked into a program, before its own constructors,
+ * whose allocations the heap profiler then sees. */
+__attribute__((constructor(101))) static void hk_constructor(void)
 {
     hk_init();
     if (!config_saw_environment)
