@@ -615,6 +615,8 @@ HK_API int hak_heap_profile_dump(void)
     pthread_mutex_lock(&lock);
     bool ok = dump_to(NULL, false);
     pthread_mutex_unlock(&lock);
+    if (!ok)
+        errno = EIO;
     return ok ? 0 : -1;
 }
 
