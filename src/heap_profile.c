@@ -25,6 +25,7 @@
  * are written with async-signal-safe calls only.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "hakmem.h"
 #include "internal.h"
@@ -72,6 +74,8 @@ struct prof_tls {
     uint64_t rng;
     uint64_t pending; /* small classes whose next refill is the sample */
     unsigned ticks;   /* medium and large allocations since the last trim tick */
+    unsigned captures;  /* stacks taken (every 64th the slow way) */
+    uintptr_t stack_top; /* the CFA of the thread's outermost frame */
     bool busy;        /* in the profiler: its own allocations are not sampled */
 };
 static __thread struct prof_tls prof __attribute__((tls_model("initial-exec")));
@@ -165,18 +169,200 @@ static void passed_point(struct prof_tls *t, uint64_t size)
  * launcher drops them by name).  glibc's backtrace loads libgcc_s and
  * allocates on its first call, which hk_heap_profile_start makes; after it,
  * it only reads the FDEs (through dl_iterate_phdr). */
+static unsigned keep_outside(const uintptr_t *frames, unsigned n, uintptr_t *pc)
+{
+    unsigned first = 0, kept = 0;
+    while (first < n && frames[first] >= own_lo && frames[first] < own_hi)
+        first++;
+    for (unsigned i = first; i < n && kept < DEPTH; i++)
+        pc[kept++] = frames[i];
+    return kept;
+}
+
+#if defined(__x86_64__)
+/*
+ * The fast way, on x86-64.  backtrace interprets each frame's DWARF call
+ * frame information in libgcc: some 2000 instructions a frame, most of a
+ * sample's cost.  But a frame's return address lies just below its CFA, and
+ * at a given return address the CFA is the stack pointer plus a constant,
+ * in every function that does not move its stack pointer by a variable
+ * amount (alloca).  So the constants are learnt, per return address, from
+ * libgcc's own unwinder (of the libgcc_s glibc loaded) on the slow captures,
+ * and known frames are then walked with one load each.  Every 64th capture
+ * of a thread (every one in the debug build) is made the slow way too and
+ * compared: a return address whose constant is not one is left to the slow
+ * way from then on.  The walk never reads above the thread's outermost
+ * frame, learnt the same way.
+ */
+#define RULES 8192 /* return addresses known */
+enum { RULE_END = 1, RULE_SLOW = 2 }; /* the outermost frame; not a constant */
+static _Atomic uint64_t *rules; /* ip << 16 | (CFA - SP) / 8 << 2 | RULE_* */
+static _Unwind_Reason_Code (*uw_backtrace)(_Unwind_Trace_Fn, void *);
+static uintptr_t (*uw_get_ip_info)(struct _Unwind_Context *, int *);
+static uintptr_t (*uw_get_cfa)(struct _Unwind_Context *);
+
+static _Atomic uint64_t *rule_slot(uintptr_t ip, bool *found)
+{
+    size_t i = (size_t)((ip * 0x9E3779B97F4A7C15ull) >> 40) & (RULES - 1);
+    for (unsigned probe = 0; probe < 8; probe++, i = (i + 1) & (RULES - 1)) {
+        uint64_t r = atomic_load_explicit(&rules[i], memory_order_relaxed);
+        if (r == 0 || r >> 16 == ip) {
+            *found = r != 0;
+            return &rules[i];
+        }
+    }
+    return NULL; /* its neighbourhood is full: not cached */
+}
+
+/* What a slow capture saw at return address ip: CFA - SP = delta; `end`:
+ * its frame was the outermost. */
+static void learn(uintptr_t ip, uintptr_t delta, bool end)
+{
+    bool found;
+    _Atomic uint64_t *slot = rule_slot(ip, &found);
+    if (slot == NULL || ip >= (uintptr_t)1 << 48)
+        return;
+    uint64_t r = ip << 16 | (end ? RULE_END : 0);
+    if (delta % 8 != 0 || delta / 8 >= 1u << 14)
+        r |= RULE_SLOW;
+    else
+        r |= (uint64_t)(delta / 8) << 2;
+    uint64_t old = 0;
+    if (!found && atomic_compare_exchange_strong(slot, &old, r))
+        return;
+    old = atomic_load_explicit(slot, memory_order_relaxed);
+    if (old >> 16 == ip && old != r && !(old & RULE_SLOW))
+        atomic_store_explicit(slot, old | RULE_SLOW, memory_order_relaxed);
+}
+
+struct slow_walk {
+    uintptr_t ip[DEPTH + 16], cfa[DEPTH + 16]; /* cfa: see capture */
+    unsigned n;
+    bool cut; /* stopped before the outermost frame */
+};
+
+static _Unwind_Reason_Code slow_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    struct slow_walk *w = arg;
+    int signal_frame = 0;
+    uintptr_t ip = uw_get_ip_info(ctx, &signal_frame);
+    if (ip == 0)
+        return _URC_END_OF_STACK;
+    w->ip[w->n] = signal_frame ? 0 : ip; /* 0: no rule for a signal's frame */
+    w->cfa[w->n] = uw_get_cfa(ctx);
+    if (++w->n == DEPTH + 16) {
+        w->cut = true;
+        return _URC_END_OF_STACK;
+    }
+    return _URC_NO_REASON;
+}
+
+/* Frames from return address ip, where the stack pointer is sp, into out:
+ * false when one of them is not known. */
+static bool fast_walk(uintptr_t ip, uintptr_t sp, uintptr_t top, uintptr_t *out, unsigned *n)
+{
+    for (unsigned k = 0; k < DEPTH + 16;) {
+        bool found;
+        _Atomic uint64_t *slot = rule_slot(ip, &found);
+        if (slot == NULL || !found)
+            return false;
+        uint64_t r = atomic_load_explicit(slot, memory_order_relaxed);
+        if (r & RULE_SLOW)
+            return false;
+        out[k++] = ip;
+        *n = k;
+        if (r & RULE_END)
+            return true;
+        uintptr_t cfa = sp + ((r >> 2) & 0x3FFF) * 8;
+        if (cfa <= sp || cfa > top)
+            return false;
+        ip = *(const uintptr_t *)(cfa - 8);
+        sp = cfa;
+    }
+    return true;
+}
+
+/* The debug build's check: a fast walk that differs from the slow one went
+ * through a return address whose constant changed, which learn has just
+ * marked. */
+static bool explained(const uintptr_t *fast, unsigned nfast, const struct slow_walk *w)
+{
+    if (w->cut || (nfast + 1 == w->n && memcmp(fast, w->ip + 1, nfast * sizeof *fast) == 0))
+        return true;
+    for (unsigned j = 0; j < nfast; j++) {
+        bool found;
+        _Atomic uint64_t *slot = rule_slot(fast[j], &found);
+        if (slot != NULL && found && (atomic_load(slot) & RULE_SLOW))
+            return true;
+    }
+    return false;
+}
+
+static HK_NOINLINE unsigned capture(uintptr_t *pc)
+{
+    if (uw_backtrace == NULL) {
+        void *frames[DEPTH + 16];
+        int n = backtrace(frames, DEPTH + 16);
+        return keep_outside((const uintptr_t *)frames, n > 0 ? (unsigned)n : 0, pc);
+    }
+    /* This function keeps a frame pointer (__builtin_frame_address), so its
+     * CFA, the caller's stack pointer at the return address, is known. */
+    uintptr_t ip = (uintptr_t)__builtin_return_address(0);
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) + 16;
+    struct prof_tls *t = &prof;
+    uintptr_t fast[DEPTH + 16];
+    unsigned nfast = 0;
+#ifdef HK_DEBUG
+    bool check = true;
+#else
+    bool check = ++t->captures % 64 == 0;
+#endif
+    bool have_fast = t->stack_top != 0 && fast_walk(ip, sp, t->stack_top, fast, &nfast);
+    if (have_fast && !check)
+        return keep_outside(fast, nfast, pc);
+    struct slow_walk w = {.n = 0};
+    uw_backtrace(slow_frame, &w);
+    /* Frame 0 is this function's own.  libgcc gives each frame's stack
+     * pointer at its return address as "CFA" (the CFA of the frame it
+     * returns from): frame j's constant is frame j + 1's less its own. */
+    for (unsigned j = 1; j + 1 < w.n; j++)
+        if (w.ip[j] != 0)
+            learn(w.ip[j], w.cfa[j + 1] - w.cfa[j], false);
+    if (!w.cut && w.n > 1) {
+        if (w.ip[w.n - 1] != 0)
+            learn(w.ip[w.n - 1], 0, true);
+        t->stack_top = w.cfa[w.n - 1];
+    }
+    HK_ASSERT(!have_fast || explained(fast, nfast, &w));
+    return keep_outside(w.ip + 1, w.n > 0 ? w.n - 1 : 0, pc);
+}
+
+/* The slow way's functions, from the libgcc_s that glibc's backtrace loaded
+ * (its first call, made here, loads it). */
+static void fast_unwinder_start(void)
+{
+    rules = hk_os_map(RULES * sizeof *rules);
+    void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (rules == NULL || gcc == NULL)
+        return;
+    uw_get_ip_info = (uintptr_t (*)(struct _Unwind_Context *, int *))dlsym(gcc, "_Unwind_GetIPInfo");
+    uw_get_cfa = (uintptr_t (*)(struct _Unwind_Context *))dlsym(gcc, "_Unwind_GetCFA");
+    uw_backtrace = (_Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void *))dlsym(gcc, "_Unwind_Backtrace");
+    if (uw_get_ip_info == NULL || uw_get_cfa == NULL)
+        uw_backtrace = NULL;
+}
+#else
 static unsigned capture(uintptr_t *pc)
 {
     void *frames[DEPTH + 16];
     int n = backtrace(frames, DEPTH + 16);
-    int first = 0;
-    while (first < n && (uintptr_t)frames[first] >= own_lo && (uintptr_t)frames[first] < own_hi)
-        first++;
-    unsigned kept = 0;
-    for (int i = first; i < n && kept < DEPTH; i++)
-        pc[kept++] = (uintptr_t)frames[i];
-    return kept;
+    return keep_outside((const uintptr_t *)frames, n > 0 ? (unsigned)n : 0, pc);
 }
+
+static void fast_unwinder_start(void)
+{
+}
+#endif
 
 static int find_own_code(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -663,6 +849,7 @@ void hk_heap_profile_start(void)
     dl_iterate_phdr(find_own_code, (void *)(uintptr_t)&hk_heap_profile_start);
     void *warm[1];
     backtrace(warm, 1);
+    fast_unwinder_start();
     for (unsigned cls = 0; cls < HK_NCLASSES; cls++)
         hk_classes[cls].foreign_cap = 0;
     struct sigaction sa;

@@ -80,13 +80,13 @@ __attribute__((constructor)) static void before_main(void)
 }
 
 #define THREADS 8
-#define SLOTS 4096
+#define SLOTS 1024
 static void *_Atomic shared[THREADS][SLOTS];
 
 static void *worker(void *arg)
 {
     unsigned id = (unsigned)(uintptr_t)arg, x = id * 2654435761u + 1;
-    for (int round = 0; round < 200000; round++) {
+    for (int round = 0; round < 100000; round++) {
         x = x * 1103515245 + 12345;
         unsigned slot = (x >> 8) % SLOTS, owner = (x >> 20) % THREADS;
         size_t size = (x >> 4) % 5 == 0 ? 16 + (x >> 12) % 40000 : 16 + (x >> 12) % 512;
