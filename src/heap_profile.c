@@ -560,10 +560,10 @@ void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
             }
         }
     }
-    void *last = list;
-    for (unsigned i = 0; i < keep; i++)
-        last = hk_next(last);
     if (keep < n - 1) {
+        void *last = list;
+        for (unsigned i = 0; i < keep; i++)
+            last = hk_next(last);
         give_back(h, pg, hk_next(last), n - 1 - keep);
         hk_set_next(last, NULL);
     }
