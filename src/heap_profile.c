@@ -106,13 +106,13 @@ static double one_minus_exp_neg(double t)
 {
     if (t > 40)
         return 1;
+    if (t < 1e-3)
+        return t - t * t / 2 + t * t * t / 6;
     double x = t / 64, term = 1, e = 1; /* exp(-t/64) by its series, then ^64 */
     for (int i = 1; i < 12; i++) {
         term *= -x / i;
         e += term;
     }
-    if (t < 1e-3)
-        return t - t * t / 2 + t * t * t / 6;
     for (int i = 0; i < 6; i++)
         e *= e;
     return 1 - e;
