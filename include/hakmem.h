@@ -84,6 +84,12 @@ void hak_stats_get(struct hak_stats *out);
  * selects JSON instead of the readable table. */
 void hak_stats_print(int fd, bool json);
 
+/* The heap profiler (HAKMEM_HEAP_PROFILE=<path prefix>, see hakmem(3)):
+ * write the sampled live and allocated bytes by call stack now, to
+ * <prefix>.<pid>.<n>.heap.  0 on success; -1 with errno EINVAL when the
+ * profiler is off, EIO when the file could not be written. */
+int hak_heap_profile_dump(void);
+
 #ifdef __cplusplus
 }
 #endif

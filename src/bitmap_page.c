@@ -132,7 +132,7 @@ size_t hk_bitmap_trim_all(struct hk_heap *h)
 /* Every HK_TRIM_COUNTDOWN allocations: what the small classes do on each
  * refill (start the purger, send and take remote frees), then the trim if
  * it is due. */
-static void tick(struct hk_heap *h)
+void hk_bitmap_tick(struct hk_heap *h)
 {
     h->trim_countdown = HK_TRIM_COUNTDOWN;
     hk_purge_poll();
@@ -148,7 +148,8 @@ static void tick(struct hk_heap *h)
 
 /* Block i of pg was just taken, at or above the page's reach in this trim
  * period (memory above `touched` is touched for the first time), or the
- * trim countdown ran out. */
+ * trim countdown ran out (while the heap profiler samples, it keeps the
+ * countdown at 1 and counts the ticks itself). */
 HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i)
 {
     if (i >= pg->reach) {
@@ -156,9 +157,13 @@ HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigne
         if (i >= pg->touched)
             pg->touched = (uint16_t)(i + 1);
     }
-    if (h->trim_countdown == 0)
-        tick(h);
-    return pg->blocks + (size_t)i * pg->block_size;
+    void *block = pg->blocks + (size_t)i * pg->block_size;
+    if (h->trim_countdown == 0) {
+        if (HK_UNLIKELY(hk_heap_sampling))
+            return hk_heap_sample_bitmap(h, pg, block);
+        hk_bitmap_tick(h);
+    }
+    return block;
 }
 
 HK_NOINLINE void *hk_bitmap_malloc(size_t size)

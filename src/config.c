@@ -92,6 +92,15 @@ void hk_config_load(void)
         hk_config.huge_cache_live_pct = x;
     if (parse_u64("HAKMEM_THP", &x))
         hk_config.thp = x != 0;
+    const char *heap_profile = getenv("HAKMEM_HEAP_PROFILE");
+    hk_config.heap_profile = heap_profile != NULL && *heap_profile != '\0' ? heap_profile : NULL;
+    hk_config.heap_sample = (uint64_t)512 << 10;
+    if (parse_u64("HAKMEM_HEAP_SAMPLE", &x)) {
+        if (x != 0)
+            hk_config.heap_sample = x;
+        else
+            hk_warn("HAKMEM_HEAP_SAMPLE");
+    }
 }
 
 void hk_config_print(void)

@@ -252,6 +252,7 @@ bool hk_heaps_purge_all(void)
 static void fork_prepare(void)
 {
     hk_purge_fork_lock(); /* first: a thread stopping the purger holds it */
+    hk_heap_profile_fork_lock(); /* before the huge locks, as a sampled free */
     pthread_mutex_lock(&heaps_lock);
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_lock(&h->pool_lock);
@@ -264,6 +265,7 @@ static void fork_parent(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_unlock(&h->pool_lock);
     pthread_mutex_unlock(&heaps_lock);
+    hk_heap_profile_fork_unlock(false);
     hk_purge_fork_parent();
 }
 
@@ -273,6 +275,7 @@ static void fork_child(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_init(&h->pool_lock, NULL);
     pthread_mutex_init(&heaps_lock, NULL);
+    hk_heap_profile_fork_unlock(true);
     atomic_store(&threads_live, hk_tls.heap != NULL ? 1 : 0);
     hk_purge_fork_child();
 }

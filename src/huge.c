@@ -17,6 +17,12 @@
 struct huge_entry {
     uintptr_t addr; /* 0: empty slot, TOMBSTONE: deleted */
     size_t size;    /* length of the mapping */
+    /* A sampled block (heap_profile.c): its bytes as recorded, its site + 1
+     * (0: not sampled), and, standing in for a block of a size class, that
+     * block's size (its usable size; else 0: the mapping's). */
+    size_t sampled;
+    uint32_t site;
+    uint32_t usable;
 };
 #define TOMBSTONE ((uintptr_t)1)
 
@@ -67,7 +73,7 @@ static bool table_grow(void)
     return true;
 }
 
-static bool insert(uintptr_t addr, size_t size)
+static bool insert(uintptr_t addr, size_t size, const struct huge_entry *sample)
 {
     if ((table_used + 1) * 2 > table_cap && !table_grow())
         return false;
@@ -76,13 +82,14 @@ static bool insert(uintptr_t addr, size_t size)
         i = (i + 1) & (table_cap - 1);
     if (table[i].addr == 0)
         table_used++;
+    table[i] = *sample;
     table[i].addr = addr;
     table[i].size = size;
     hk_stat_add(&hk_os_stats.huge_live_bytes, size);
     return true;
 }
 
-void *hk_huge_alloc(size_t size, size_t align, bool zero)
+static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_entry *sample)
 {
     if (size > PTRDIFF_MAX - align) {
         errno = ENOMEM;
@@ -108,7 +115,7 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
     }
     if (addr != 0) {
         pthread_mutex_lock(&huge_lock);
-        bool ok = insert(addr, len);
+        bool ok = insert(addr, len, sample);
         pthread_mutex_unlock(&huge_lock);
         if (!ok) {
             hk_huge_cache_put(addr, len);
@@ -130,7 +137,7 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
         return NULL;
     }
     pthread_mutex_lock(&huge_lock);
-    bool ok = insert((uintptr_t)p, len);
+    bool ok = insert((uintptr_t)p, len, sample);
     pthread_mutex_unlock(&huge_lock);
     if (!ok) {
         hk_os_unmap(p, len);
@@ -141,12 +148,31 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
     return p; /* fresh anonymous memory is already zero */
 }
 
-static bool take_entry(uintptr_t addr, size_t *size)
+void *hk_huge_alloc(size_t size, size_t align, bool zero)
+{
+    struct huge_entry sample = {0};
+    if (HK_UNLIKELY(hk_heap_sampling) && size <= PTRDIFF_MAX - align) {
+        sample.site = hk_heap_sample_huge(size);
+        sample.sampled = size;
+    }
+    void *p = huge_alloc(size, align, zero, &sample);
+    if (p == NULL && sample.site != 0)
+        hk_heap_sample_freed(sample.site, size);
+    return p;
+}
+
+void *hk_huge_alloc_sampled(size_t usable, size_t align, uint32_t site)
+{
+    struct huge_entry sample = {.sampled = usable, .site = site, .usable = (uint32_t)usable};
+    return huge_alloc(usable, align, false, &sample);
+}
+
+static bool take_entry(uintptr_t addr, struct huge_entry *taken)
 {
     struct huge_entry *e = lookup(addr);
     if (e == NULL)
         return false;
-    *size = e->size;
+    *taken = *e;
     e->addr = TOMBSTONE;
     atomic_fetch_sub_explicit(&hk_os_stats.huge_live_bytes, e->size, memory_order_relaxed);
     return true;
@@ -157,13 +183,15 @@ bool hk_huge_free(void *p)
     uintptr_t addr = (uintptr_t)p;
     if (addr & (HK_OS_PAGE - 1))
         return false;
-    size_t size;
+    struct huge_entry e;
     pthread_mutex_lock(&huge_lock);
-    bool found = take_entry(addr, &size);
+    bool found = take_entry(addr, &e);
     pthread_mutex_unlock(&huge_lock);
     if (!found)
         return false;
-    hk_huge_cache_put(addr, size);
+    if (e.site != 0)
+        hk_heap_sample_freed(e.site, e.sampled);
+    hk_huge_cache_put(addr, e.size);
     hk_purge_schedule(NULL, 0, false);
     return true;
 }
@@ -175,30 +203,34 @@ size_t hk_huge_usable_size(const void *p)
         return 0;
     pthread_mutex_lock(&huge_lock);
     struct huge_entry *e = lookup(addr);
-    size_t size = e ? e->size : 0;
+    size_t size = e == NULL ? 0 : e->usable != 0 ? e->usable : e->size;
     pthread_mutex_unlock(&huge_lock);
     return size;
 }
 
-/* Resize a huge block to another huge size; the kernel moves the pages. */
+/* Resize a huge block to another huge size; the kernel moves the pages.
+ * Not while the heap profiler samples: realloc then copies, so that the
+ * new block is counted and may be sampled, and a sampled one is let go. */
 void *hk_huge_realloc(void *p, size_t size)
 {
+    if (HK_UNLIKELY(hk_heap_sampling))
+        return NULL;
     if (size > PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;
     }
     size_t len = (size + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
-    size_t old;
+    struct huge_entry e;
     pthread_mutex_lock(&huge_lock);
-    bool found = take_entry((uintptr_t)p, &old);
+    bool found = take_entry((uintptr_t)p, &e);
     pthread_mutex_unlock(&huge_lock);
     if (!found)
         hk_invalid_pointer("realloc", p);
-    void *q = hk_os_remap(p, old, len);
+    void *q = hk_os_remap(p, e.size, len);
     if (q == NULL)
-        len = old;
+        len = e.size;
     pthread_mutex_lock(&huge_lock);
-    bool ok = insert((uintptr_t)(q ? q : p), len);
+    bool ok = insert((uintptr_t)(q ? q : p), len, &e); /* not sampled */
     pthread_mutex_unlock(&huge_lock);
     if (!ok)
         hk_fatal("cannot grow the huge block registry");

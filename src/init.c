@@ -36,7 +36,9 @@ void hk_init(void)
         ;
 }
 
-__attribute__((constructor)) static void hk_constructor(void)
+/* The first priority: linked into a program, before its own constructors,
+ * whose allocations the heap profiler then sees. */
+__attribute__((constructor(101))) static void hk_constructor(void)
 {
     hk_init();
     if (!config_saw_environment)
@@ -44,4 +46,5 @@ __attribute__((constructor)) static void hk_constructor(void)
     if (hk_config.verbose)
         hk_config_print();
     hk_stats_prepare();
+    hk_heap_profile_start();
 }

@@ -397,11 +397,15 @@ void hk_purge_note_refault(struct hk_heap *h); /* pool lock held */
 uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind); /* pool lock held */
 
 void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
-extern _Atomic bool hk_purger_wanted; /* a free wanted the purger started */
+/* Work that small refills must detour through refill_slow for: one byte, so
+ * that hk_refill's common path tests both with one compare. */
+#define HK_DETOUR_PURGER 1 /* a free wanted the purger started; malloc starts it */
+#define HK_DETOUR_SAMPLE 2 /* the heap profiler samples refills (heap_profile.c) */
+extern _Atomic uint8_t hk_detour;
 void hk_purge_poll(void);
-static inline bool hk_purge_wanted(void)
+static inline bool hk_refill_detoured(void)
 {
-    return atomic_load_explicit(&hk_purger_wanted, memory_order_relaxed);
+    return atomic_load_explicit(&hk_detour, memory_order_relaxed) != 0;
 }
 void hk_purge_start(void); /* only where starting a thread is safe */
 void hk_purge_stop(void);  /* the program is down to one thread */
@@ -413,6 +417,9 @@ void hk_purge_fork_child(void);
 /* ---- pages (page.c) ------------------------------------------------------ */
 
 void *hk_refill(unsigned cls);
+/* refill_slow's taking of blocks for class cls's TLS list: the list (NULL:
+ * out of memory), its page in *pgp (its length: what h->supplied[cls] grew). */
+void *hk_refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp);
 void hk_page_event(void *block); /* a local free of block brought used to zero */
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
 struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);
@@ -427,6 +434,7 @@ void hk_bitmap_init(struct hk_page *pg);
 size_t hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
 void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
 void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i);
+void hk_bitmap_tick(struct hk_heap *h); /* every HK_TRIM_COUNTDOWN allocations */
 void *hk_bitmap_malloc(size_t size); /* a size above HK_SMALL_MAX */
 void hk_bitmap_page_event(struct hk_page *pg); /* a free emptied pg, or pg not current */
 
@@ -577,6 +585,9 @@ static inline void hk_page_drained(struct hk_heap *h, struct hk_page *pg)
 /* ---- huge blocks (huge.c) ------------------------------------------------ */
 
 void *hk_huge_alloc(size_t size, size_t align, bool zero);
+/* A block standing in for a sampled one of `usable` bytes (heap_profile.c):
+ * its free, realloc and usable size find it as huge, and its site (+ 1). */
+void *hk_huge_alloc_sampled(size_t usable, size_t align, uint32_t site);
 bool hk_huge_free(void *p);                 /* false: not a huge block */
 size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
 void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
@@ -629,10 +640,28 @@ struct hk_config {
                                   transparent huge pages (arena.c) */
     bool verbose;
     int stats;                 /* HAKMEM_STATS: 0 off, 1 table, 2 JSON */
+    const char *heap_profile;  /* HAKMEM_HEAP_PROFILE: dump path prefix, or NULL */
+    uint64_t heap_sample;      /* HAKMEM_HEAP_SAMPLE: mean bytes between samples */
 };
 extern struct hk_config hk_config;
 void hk_config_load(void);
 void hk_config_print(void); /* the effective options, on stderr */
+
+/* ---- the heap profiler (heap_profile.c) ---------------------------------
+ *
+ * Off unless HAKMEM_HEAP_PROFILE is set: then about one allocation per
+ * heap_sample bytes is served by a huge block that carries its call site.
+ * The allocator reaches it only from paths that are slow anyway: refill_slow
+ * (every small refill detours there, HK_DETOUR_SAMPLE), the trim countdown
+ * of medium and large pages, huge allocations and frees. */
+extern bool hk_heap_sampling;
+void hk_heap_profile_start(void); /* once, from the constructor */
+void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls);
+void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);
+uint32_t hk_heap_sample_huge(size_t size); /* site + 1 of a sampled huge block, or 0 */
+void hk_heap_sample_freed(uint32_t site, size_t size);
+void hk_heap_profile_fork_lock(void);
+void hk_heap_profile_fork_unlock(bool child);
 
 /* Internal entry points shared by the API files. */
 void *hk_malloc_slow(size_t size);

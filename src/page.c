@@ -150,12 +150,12 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls)
     return h;
 }
 
-/* The general refill: drain the delayed list, then take blocks from the
- * current page, the class queue or a fresh page. */
-static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
+/* The general refill's work: drain the delayed list, then take blocks from
+ * the current page, the class queue or a fresh page.  Inlined, so that
+ * refill_slow makes no call more for it. */
+static inline __attribute__((always_inline)) void *
+refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp)
 {
-    if (HK_UNLIKELY(cls == 0))
-        hk_fatal("a class was looked up before the class table was built");
     h = hk_refill_begin(h, cls);
     if (h == NULL)
         return NULL;
@@ -178,10 +178,7 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
             if (list == NULL && hk_arena_page_extend(pg))
                 list = page_take(h, pg);
             if (list != NULL) {
-                void *next = hk_next(list);
-                HK_SECURE_TAKEN(list, next, cls);
-                hk_tls.free[cls] = next;
-                HK_CHECK_PAGE(pg);
+                *pgp = pg;
                 return list;
             }
             hk_page_leave_current(h, pg); /* no block left: full */
@@ -190,6 +187,29 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
         if (pg == NULL)
             return NULL;
     }
+}
+
+HK_NOINLINE void *hk_refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp)
+{
+    return refill_take(h, cls, pgp);
+}
+
+/* The general refill; while the heap profiler samples, it refills. */
+static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
+{
+    if (HK_UNLIKELY(cls == 0))
+        hk_fatal("a class was looked up before the class table was built");
+    if (HK_UNLIKELY(hk_heap_sampling))
+        return hk_heap_sample_refill(h, cls);
+    struct hk_page *pg;
+    void *list = refill_take(h, cls, &pg);
+    if (list == NULL)
+        return NULL;
+    void *next = hk_next(list);
+    HK_SECURE_TAKEN(list, next, cls);
+    hk_tls.free[cls] = next;
+    HK_CHECK_PAGE(pg);
+    return list;
 }
 
 /* A fresh page for class cls of heap h, or NULL when memory ran out even
@@ -235,7 +255,7 @@ void *hk_refill(unsigned cls)
     if (cls >= hk_first_medium_class)
         return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(h, cls));
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
-    if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_purge_wanted() &&
+    if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_refill_detoured() &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
         unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
         if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {

@@ -160,7 +160,7 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
 
 enum { PURGER_NONE, PURGER_BUSY, PURGER_IDLE, PURGER_STOP };
 static _Atomic int purger_state;
-_Atomic bool hk_purger_wanted; /* a free wanted the purger; malloc starts it */
+_Atomic uint8_t hk_detour; /* HK_DETOUR_* (internal.h) */
 
 /* Start, stop and the thread handle; never taken by the purger itself. */
 static pthread_mutex_t purger_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -230,7 +230,7 @@ static bool purger_allowed(void)
  * malloc). */
 HK_COLD void hk_purge_start(void)
 {
-    atomic_store_explicit(&hk_purger_wanted, false, memory_order_relaxed);
+    atomic_fetch_and_explicit(&hk_detour, (uint8_t)~HK_DETOUR_PURGER, memory_order_relaxed);
     if (!purger_allowed() || starting || atomic_load(&purger_state) != PURGER_NONE)
         return;
     starting = true;
@@ -241,7 +241,7 @@ HK_COLD void hk_purge_start(void)
     if (purger_allowed() && atomic_load(&purger_state) == PURGER_NONE && now >= restart_at) {
         /* Busy first: a free meanwhile must not ask for a purger again. */
         atomic_store(&purger_state, PURGER_BUSY);
-        atomic_store_explicit(&hk_purger_wanted, false, memory_order_relaxed);
+        atomic_fetch_and_explicit(&hk_detour, (uint8_t)~HK_DETOUR_PURGER, memory_order_relaxed);
         /* The purger takes no signal meant for the program's own threads. */
         sigset_t all, old;
         sigfillset(&all);
@@ -303,8 +303,9 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep)
         return; /* the compare-exchange lost to another waker */
     /* No purger runs: the owner purges, and malloc starts a purger if the
      * program has threads of its own. */
-    if (purger_allowed())
-        atomic_store_explicit(&hk_purger_wanted, true, memory_order_relaxed);
+    if (purger_allowed() &&
+        !(atomic_load_explicit(&hk_detour, memory_order_relaxed) & HK_DETOUR_PURGER))
+        atomic_fetch_or_explicit(&hk_detour, HK_DETOUR_PURGER, memory_order_relaxed);
     if (h != NULL &&
         (over_keep || now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)))
         hk_heap_purge(h, HK_PURGE_OWNER, true);
@@ -313,7 +314,7 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep)
 /* From malloc's slow paths, where starting a thread is safe. */
 void hk_purge_poll(void)
 {
-    if (HK_UNLIKELY(atomic_load_explicit(&hk_purger_wanted, memory_order_relaxed)))
+    if (HK_UNLIKELY(atomic_load_explicit(&hk_detour, memory_order_relaxed) & HK_DETOUR_PURGER))
         hk_purge_start();
 }
 
@@ -334,5 +335,5 @@ void hk_purge_fork_child(void)
     pthread_mutex_init(&purger_lock, NULL);
     purger_joinable = false;
     atomic_store(&purger_state, PURGER_NONE);
-    atomic_store(&hk_purger_wanted, false);
+    atomic_fetch_and(&hk_detour, (uint8_t)~HK_DETOUR_PURGER);
 }

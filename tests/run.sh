@@ -217,7 +217,28 @@ else
 		run "programs/$(basename "$s" .sh)" env HAKMEM_LIB="$LIB" "$s"
 	done
 
-	# 7. The Debian packages (make deb), checked by lintian and used from a
+	# 7. The heap profiler (tests/heap/heap.sh), and programs that must do
+	# the same with it on, sampling every 4 KiB so that its paths run all the
+	# time (their dumps go to build/tests/heap/profile/).
+	for t in sites static small busy python off; do
+		run "heap/$t" tests/heap/heap.sh "$t"
+	done
+	if ((!list)); then
+		rm -rf "$B/heap/profile"
+		mkdir -p "$B/heap/profile"
+	fi
+	heap_on=(env HAKMEM_HEAP_PROFILE="$B/heap/profile/p" HAKMEM_HEAP_SAMPLE=4K)
+	for p in api/realloc api/calloc api/memalign api/usable_size api/huge_blocks \
+		api/early_malloc api/free_sized threads/stress threads/fork threads/churn \
+		threads/tls_destructors cxx/operators; do
+		run "heap/on $p [preload]" "${heap_on[@]}" LD_PRELOAD="$LIB" "$B/plain/$p"
+		run "heap/on $p [static]" "${heap_on[@]}" "$B/static/$p"
+	done
+	for s in sort tar perl sqlite; do
+		run "heap/on programs/$s" "${heap_on[@]}" HAKMEM_LIB="$LIB" "tests/programs/$s.sh"
+	done
+
+	# 8. The Debian packages (make deb), checked by lintian and used from a
 	# temporary root; skipped where the Debian tools cannot be had.
 	run "packaging/deb" packaging/test-deb.sh
 fi

@@ -67,7 +67,20 @@ $(T)/secure-static/hardened/%: $(T)/obj/hardened/%.o $(CHECK_LIB) $(SECURE_A)
 	@mkdir -p $(dir $@)
 	$(TEST_CC) -pthread $< $(CHECK_LIB) $(LINK_SECURE_STATIC) -o $@
 
-tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS) $(HARDENED_BINS)
+# The heap profiler's tests (tests/heap/heap.sh): their program, plain and
+# linked with the static archive, and the library python3 loads with ctypes.
+HEAP_BINS := $(T)/heap/profiled $(T)/heap/profiled-static $(T)/heap/libbuild_table.so
+$(T)/heap/profiled: tests/heap/profiled.c tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) $< -ldl -o $@
+$(T)/heap/profiled-static: tests/heap/profiled.c $(A) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) $< $(LINK_STATIC) -ldl -o $@
+$(T)/heap/libbuild_table.so: tests/heap/build_table.c tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+
+tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS) $(HARDENED_BINS) $(HEAP_BINS)
 
 $(T)/debug-tests/%: tests/debug/%.c $(CHECK_LIB) $(TEST_HDRS) $(HDRS) tests/tests.mk
 	@mkdir -p $(dir $@)

@@ -1,0 +1,878 @@
+/*
+ * The heap profiler (HAKMEM_HEAP_PROFILE=<path prefix>): which call stacks
+ * hold the memory.  About one allocation per HAKMEM_HEAP_SAMPLE bytes (512
+ * KiB by default) is sampled: its stack and size are recorded, and its free
+ * removes them.  The points are a Poisson process over the bytes each
+ * thread allocates (exponential intervals), so every allocation is sampled
+ * with probability 1 - exp(-size / mean), whatever its size or site.
+ *
+ * Nothing of this runs on malloc's and free's fast paths.  A thread's small
+ * blocks come from its TLS lists, which only refills fill while profiling
+ * (other heaps' blocks are not reused then: foreign_cap 0), so a refill
+ * hands the list only the blocks that end before the next sample point and
+ * gives the others back to the page: the malloc that reaches the point
+ * refills again, and is sampled.  Its bytes are the class's block size (a
+ * refill does not know the requested size).  Medium and large allocations
+ * pass here one by one (the trim countdown is kept at 1), huge ones from
+ * hk_huge_alloc.  A sampled allocation is served by a huge block that
+ * carries its site (huge.c), so that its free, realloc and usable size find
+ * it there, on their slow paths, in any thread.
+ *
+ * Dumps (at exit, on SIGUSR2, on hak_heap_profile_dump(), and as the
+ * sampled live bytes pass a new peak) are the legacy heap-profile text that
+ * pprof reads, with raw sample counts (heap_v2: pprof scales them) and the
+ * process's maps for symbolization (hakmem heap does it, bin/hakmem).  They
+ * are written with async-signal-safe calls only.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "hakmem.h"
+#include "internal.h"
+#include "stats.h"
+
+#define DEPTH 64              /* frames kept per stack */
+#define MAX_SITES (1u << 16)  /* distinct stacks; more are not recorded */
+#define INDEX_SIZE (MAX_SITES * 2)
+#define PEAK_STEP_PCT 125     /* a peak dump when live passes 125% of the last */
+
+bool hk_heap_sampling;
+
+struct site {
+    uint64_t hash;
+    uint32_t depth;
+    uint32_t gen;  /* peak generation when its counts last changed */
+    /* Raw sampled counts and bytes: live, ever allocated, at the last peak. */
+    uint64_t live_n, live_bytes, alloc_n, alloc_bytes, peak_n, peak_bytes;
+    uintptr_t pc[DEPTH];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct site *sites;  /* sites[0] is unused: a site id is never 0 */
+static uint32_t *site_index; /* hash -> site id, open addressing */
+static uint32_t nsites = 1;
+static uint64_t dropped;     /* samples not recorded: the table was full */
+static double mean;          /* bytes between samples */
+static double live_est;      /* sampled live bytes, scaled to all bytes */
+static double peak_est, peak_dumped;
+static uint32_t peak_gen;    /* counts when live_est last rose to a peak */
+static unsigned dump_seq;
+static volatile sig_atomic_t dump_wanted; /* SIGUSR2 came while locked */
+static uintptr_t own_lo, own_hi; /* libhakmem's code, when it is a library */
+
+struct prof_tls {
+    int64_t left;     /* bytes before the next sample point */
+    uint64_t rng;
+    uint64_t pending; /* small classes whose next refill is the sample */
+    unsigned ticks;   /* medium and large allocations since the last trim tick */
+    unsigned captures;  /* stacks taken (every 64th the slow way) */
+    uintptr_t stack_top; /* the CFA of the thread's outermost frame */
+    bool busy;        /* in the profiler: its own allocations are not sampled */
+};
+static __thread struct prof_tls prof __attribute__((tls_model("initial-exec")));
+
+/* ---- numbers: no libm, so that static programs need not link it -------- */
+
+static double ln(double x) /* x > 0 */
+{
+    int k = 0;
+    while (x < 0.5) {
+        x *= 2;
+        k--;
+    }
+    while (x >= 1) {
+        x /= 2;
+        k++;
+    }
+    double z = (x - 1) / (x + 1), z2 = z * z, term = z, sum = 0;
+    for (int i = 1; i < 40; i += 2) {
+        sum += term / i;
+        term *= z2;
+    }
+    return 2 * sum + k * 0.69314718055994530942;
+}
+
+/* 1 - exp(-t), t >= 0, without cancellation for small t. */
+static double one_minus_exp_neg(double t)
+{
+    if (t > 40)
+        return 1;
+    if (t < 1e-3)
+        return t - t * t / 2 + t * t * t / 6;
+    double x = t / 64, term = 1, e = 1; /* exp(-t/64) by its series, then ^64 */
+    for (int i = 1; i < 12; i++) {
+        term *= -x / i;
+        e += term;
+    }
+    for (int i = 0; i < 6; i++)
+        e *= e;
+    return 1 - e;
+}
+
+/* What a sample of `size` bytes stands for: size / P(sampled). */
+static double weight(uint64_t size)
+{
+    return (double)size / one_minus_exp_neg((double)size / mean);
+}
+
+static uint64_t next_random(struct prof_tls *t)
+{
+    uint64_t z = (t->rng += 0x9E3779B97F4A7C15ull); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Bytes to the next sample point: exponential with mean `mean`. */
+static int64_t interval(struct prof_tls *t)
+{
+    double u = ((double)(next_random(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
+    double x = -ln(u) * mean;
+    return x < 1 ? 1 : x > 1e15 ? (int64_t)1e15 : (int64_t)x;
+}
+
+/* The thread's first visit: seeded per thread, in the order threads come
+ * (the same program gives the same samples), and a first interval. */
+static struct prof_tls *prof_state(void)
+{
+    static _Atomic uint64_t threads;
+    struct prof_tls *t = &prof;
+    if (t->left == 0) {
+        t->rng = 0x6A09E667F3BCC909ull * (atomic_fetch_add(&threads, 1) + 1);
+        t->left = interval(t);
+    }
+    return t;
+}
+
+/* This allocation of `size` bytes holds the sample point: the interval to
+ * the next one starts where it ends. */
+static void passed_point(struct prof_tls *t, uint64_t size)
+{
+    t->left -= (int64_t)size;
+    while (t->left <= 0)
+        t->left += interval(t);
+}
+
+/* ---- stacks -------------------------------------------------------------- */
+
+/* The stack, from the caller of the malloc family: hakmem's frames are left
+ * out when it is a shared library; linked into the program, they stay (the
+ * launcher drops them by name).  glibc's backtrace loads libgcc_s and
+ * allocates on its first call, which hk_heap_profile_start makes; after it,
+ * it only reads the FDEs (through dl_iterate_phdr). */
+static unsigned keep_outside(const uintptr_t *frames, unsigned n, uintptr_t *pc)
+{
+    unsigned first = 0, kept = 0;
+    while (first < n && frames[first] >= own_lo && frames[first] < own_hi)
+        first++;
+    for (unsigned i = first; i < n && kept < DEPTH; i++)
+        pc[kept++] = frames[i];
+    return kept;
+}
+
+#if defined(__x86_64__)
+/*
+ * The fast way, on x86-64.  backtrace interprets each frame's DWARF call
+ * frame information in libgcc: some 2000 instructions a frame, most of a
+ * sample's cost.  But a frame's return address lies just below its CFA, and
+ * at a given return address the CFA is the stack pointer plus a constant,
+ * in every function that does not move its stack pointer by a variable
+ * amount (alloca).  So the constants are learnt, per return address, from
+ * libgcc's own unwinder (of the libgcc_s glibc loaded) on the slow captures,
+ * and known frames are then walked with one load each.  Every 64th capture
+ * of a thread (every one in the debug build) is made the slow way too and
+ * compared: a return address whose constant is not one is left to the slow
+ * way from then on.  The walk never reads above the thread's outermost
+ * frame, learnt the same way.
+ */
+#define RULES 8192 /* return addresses known */
+enum { RULE_END = 1, RULE_SLOW = 2 }; /* the outermost frame; not a constant */
+static _Atomic uint64_t *rules; /* ip << 16 | (CFA - SP) / 8 << 2 | RULE_* */
+static _Unwind_Reason_Code (*uw_backtrace)(_Unwind_Trace_Fn, void *);
+static uintptr_t (*uw_get_ip_info)(struct _Unwind_Context *, int *);
+static uintptr_t (*uw_get_cfa)(struct _Unwind_Context *);
+
+static _Atomic uint64_t *rule_slot(uintptr_t ip, bool *found)
+{
+    size_t i = (size_t)((ip * 0x9E3779B97F4A7C15ull) >> 40) & (RULES - 1);
+    for (unsigned probe = 0; probe < 8; probe++, i = (i + 1) & (RULES - 1)) {
+        uint64_t r = atomic_load_explicit(&rules[i], memory_order_relaxed);
+        if (r == 0 || r >> 16 == ip) {
+            *found = r != 0;
+            return &rules[i];
+        }
+    }
+    return NULL; /* its neighbourhood is full: not cached */
+}
+
+/* What a slow capture saw at return address ip: CFA - SP = delta; `end`:
+ * its frame was the outermost. */
+static void learn(uintptr_t ip, uintptr_t delta, bool end)
+{
+    bool found;
+    _Atomic uint64_t *slot = rule_slot(ip, &found);
+    if (slot == NULL || ip >= (uintptr_t)1 << 48)
+        return;
+    uint64_t r = ip << 16 | (end ? RULE_END : 0);
+    if (delta % 8 != 0 || delta / 8 >= 1u << 14)
+        r |= RULE_SLOW;
+    else
+        r |= (uint64_t)(delta / 8) << 2;
+    uint64_t old = 0;
+    if (!found && atomic_compare_exchange_strong(slot, &old, r))
+        return;
+    old = atomic_load_explicit(slot, memory_order_relaxed);
+    if (old >> 16 == ip && old != r && !(old & RULE_SLOW))
+        atomic_store_explicit(slot, old | RULE_SLOW, memory_order_relaxed);
+}
+
+struct slow_walk {
+    uintptr_t ip[DEPTH + 16], cfa[DEPTH + 16]; /* cfa: see capture */
+    unsigned n;
+    bool cut; /* stopped before the outermost frame */
+};
+
+static _Unwind_Reason_Code slow_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    struct slow_walk *w = arg;
+    int signal_frame = 0;
+    uintptr_t ip = uw_get_ip_info(ctx, &signal_frame);
+    if (ip == 0)
+        return _URC_END_OF_STACK;
+    w->ip[w->n] = signal_frame ? 0 : ip; /* 0: no rule for a signal's frame */
+    w->cfa[w->n] = uw_get_cfa(ctx);
+    if (++w->n == DEPTH + 16) {
+        w->cut = true;
+        return _URC_END_OF_STACK;
+    }
+    return _URC_NO_REASON;
+}
+
+/* Frames from return address ip, where the stack pointer is sp, into out:
+ * false when one of them is not known. */
+static bool fast_walk(uintptr_t ip, uintptr_t sp, uintptr_t top, uintptr_t *out, unsigned *n)
+{
+    for (unsigned k = 0; k < DEPTH + 16;) {
+        bool found;
+        _Atomic uint64_t *slot = rule_slot(ip, &found);
+        if (slot == NULL || !found)
+            return false;
+        uint64_t r = atomic_load_explicit(slot, memory_order_relaxed);
+        if (r & RULE_SLOW)
+            return false;
+        out[k++] = ip;
+        *n = k;
+        if (r & RULE_END)
+            return true;
+        uintptr_t cfa = sp + ((r >> 2) & 0x3FFF) * 8;
+        if (cfa <= sp || cfa > top)
+            return false;
+        ip = *(const uintptr_t *)(cfa - 8);
+        sp = cfa;
+    }
+    return true;
+}
+
+/* The debug build's check: a fast walk that differs from the slow one went
+ * through a return address whose constant changed, which learn has just
+ * marked. */
+static bool explained(const uintptr_t *fast, unsigned nfast, const struct slow_walk *w)
+{
+    if (w->cut || (nfast + 1 == w->n && memcmp(fast, w->ip + 1, nfast * sizeof *fast) == 0))
+        return true;
+    for (unsigned j = 0; j < nfast; j++) {
+        bool found;
+        _Atomic uint64_t *slot = rule_slot(fast[j], &found);
+        if (slot != NULL && found && (atomic_load(slot) & RULE_SLOW))
+            return true;
+    }
+    return false;
+}
+
+static HK_NOINLINE unsigned capture(uintptr_t *pc)
+{
+    if (uw_backtrace == NULL) {
+        void *frames[DEPTH + 16];
+        int n = backtrace(frames, DEPTH + 16);
+        return keep_outside((const uintptr_t *)frames, n > 0 ? (unsigned)n : 0, pc);
+    }
+    /* This function keeps a frame pointer (__builtin_frame_address), so its
+     * CFA, the caller's stack pointer at the return address, is known. */
+    uintptr_t ip = (uintptr_t)__builtin_return_address(0);
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) + 16;
+    struct prof_tls *t = &prof;
+    uintptr_t fast[DEPTH + 16];
+    unsigned nfast = 0;
+#ifdef HK_DEBUG
+    bool check = true;
+#else
+    bool check = ++t->captures % 64 == 0;
+#endif
+    bool have_fast = t->stack_top != 0 && fast_walk(ip, sp, t->stack_top, fast, &nfast);
+    if (have_fast && !check)
+        return keep_outside(fast, nfast, pc);
+    struct slow_walk w = {.n = 0};
+    uw_backtrace(slow_frame, &w);
+    /* Frame 0 is this function's own.  libgcc gives each frame's stack
+     * pointer at its return address as "CFA" (the CFA of the frame it
+     * returns from): frame j's constant is frame j + 1's less its own. */
+    for (unsigned j = 1; j + 1 < w.n; j++)
+        if (w.ip[j] != 0)
+            learn(w.ip[j], w.cfa[j + 1] - w.cfa[j], false);
+    if (!w.cut && w.n > 1) {
+        if (w.ip[w.n - 1] != 0)
+            learn(w.ip[w.n - 1], 0, true);
+        t->stack_top = w.cfa[w.n - 1];
+    }
+    HK_ASSERT(!have_fast || explained(fast, nfast, &w));
+    return keep_outside(w.ip + 1, w.n > 0 ? w.n - 1 : 0, pc);
+}
+
+/* The slow way's functions, from the libgcc_s that glibc's backtrace loaded
+ * (its first call, made here, loads it). */
+static void fast_unwinder_start(void)
+{
+    rules = hk_os_map(RULES * sizeof *rules);
+    void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (rules == NULL || gcc == NULL)
+        return;
+    uw_get_ip_info = (uintptr_t (*)(struct _Unwind_Context *, int *))dlsym(gcc, "_Unwind_GetIPInfo");
+    uw_get_cfa = (uintptr_t (*)(struct _Unwind_Context *))dlsym(gcc, "_Unwind_GetCFA");
+    uw_backtrace = (_Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void *))dlsym(gcc, "_Unwind_Backtrace");
+    if (uw_get_ip_info == NULL || uw_get_cfa == NULL)
+        uw_backtrace = NULL;
+}
+#else
+static unsigned capture(uintptr_t *pc)
+{
+    void *frames[DEPTH + 16];
+    int n = backtrace(frames, DEPTH + 16);
+    return keep_outside((const uintptr_t *)frames, n > 0 ? (unsigned)n : 0, pc);
+}
+
+static void fast_unwinder_start(void)
+{
+}
+#endif
+
+static int find_own_code(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t me = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD || me < lo || me >= lo + ph->p_memsz)
+            continue;
+        if (info->dlpi_name != NULL && info->dlpi_name[0] != '\0') {
+            own_lo = lo;
+            own_hi = lo + ph->p_memsz;
+        }
+        return 1; /* the program itself: hakmem is linked in, no range */
+    }
+    return 0;
+}
+
+/* ---- sites --------------------------------------------------------------- */
+
+static uint64_t hash_stack(const uintptr_t *pc, unsigned n)
+{
+    uint64_t h = 0xCBF29CE484222325ull ^ n;
+    for (unsigned i = 0; i < n; i++)
+        h = (h ^ pc[i]) * 0x100000001B3ull + (h >> 29);
+    return h | 1;
+}
+
+/* The id of the site of this stack, made if new; 0 when the table is full.
+ * Lock held. */
+static uint32_t site_of(const uintptr_t *pc, unsigned n)
+{
+    uint64_t h = hash_stack(pc, n);
+    for (uint32_t i = (uint32_t)h & (INDEX_SIZE - 1);; i = (i + 1) & (INDEX_SIZE - 1)) {
+        uint32_t id = site_index[i];
+        if (id == 0) {
+            if (nsites == MAX_SITES)
+                return 0;
+            id = nsites++;
+            struct site *s = &sites[id];
+            s->hash = h;
+            s->depth = n;
+            memcpy(s->pc, pc, n * sizeof *pc);
+            site_index[i] = id;
+            return id;
+        }
+        struct site *s = &sites[id];
+        if (s->hash == h && s->depth == n && memcmp(s->pc, pc, n * sizeof *pc) == 0)
+            return id;
+    }
+}
+
+/* A site's counts are about to change: if a peak came since they last did,
+ * they are its counts at that peak. */
+static void keep_peak(struct site *s)
+{
+    if (s->gen != peak_gen) {
+        s->gen = peak_gen;
+        s->peak_n = s->live_n;
+        s->peak_bytes = s->live_bytes;
+    }
+}
+
+static void dump_locked(const char *why);
+
+static void unlock_and_dump_wanted(void)
+{
+    pthread_mutex_unlock(&lock);
+    if (dump_wanted) {
+        pthread_mutex_lock(&lock);
+        if (dump_wanted) {
+            dump_wanted = 0;
+            dump_locked(NULL);
+        }
+        pthread_mutex_unlock(&lock);
+    }
+}
+
+/* Record a sampled allocation of `size` bytes made from the caller's
+ * caller; its site + 1 (0: not recorded). */
+static uint32_t record(uint64_t size)
+{
+    uintptr_t pc[DEPTH];
+    unsigned n = capture(pc);
+    pthread_mutex_lock(&lock);
+    uint32_t id = site_of(pc, n);
+    if (id == 0) {
+        dropped++;
+        pthread_mutex_unlock(&lock);
+        return 0;
+    }
+    struct site *s = &sites[id];
+    keep_peak(s);
+    s->live_n++;
+    s->live_bytes += size;
+    s->alloc_n++;
+    s->alloc_bytes += size;
+    live_est += weight(size);
+    if (live_est > peak_est) {
+        peak_est = live_est;
+        peak_gen++;
+        if (live_est * 100 >= peak_dumped * PEAK_STEP_PCT && live_est >= 4 * mean) {
+            peak_dumped = live_est;
+            dump_locked("peak");
+        }
+    }
+    unlock_and_dump_wanted();
+    return id + 1;
+}
+
+void hk_heap_sample_freed(uint32_t site, size_t size)
+{
+    pthread_mutex_lock(&lock);
+    struct site *s = &sites[site - 1];
+    keep_peak(s);
+    s->live_n--;
+    s->live_bytes -= size;
+    live_est -= weight(size);
+    unlock_and_dump_wanted();
+}
+
+/* ---- the allocator's detours --------------------------------------------- */
+
+/* Serve a sampled allocation of a class of `size` bytes, a power-of-two
+ * multiple of whose alignment the class guarantees: NULL if it cannot be. */
+static void *sampled_block(uint64_t size)
+{
+    struct prof_tls *t = &prof;
+    t->busy = true;
+    void *p = NULL;
+    uint32_t site = record(size);
+    if (site != 0) {
+        size_t align = size & -size;
+        p = hk_huge_alloc_sampled(size, align > HK_OS_PAGE ? align : HK_OS_PAGE, site);
+        if (p == NULL)
+            hk_heap_sample_freed(site, size);
+    }
+    t->busy = false;
+    return p;
+}
+
+/* Blocks `list` (n of them, NULL-terminated) go back to pg, from which the
+ * refill took them. */
+static void give_back(struct hk_heap *h, struct hk_page *pg, void *list, unsigned n)
+{
+    HK_ASSERT(pg->local_free == NULL);
+    pg->local_free = list;
+    pg->used -= (int32_t)n;
+    hk_count(&h->returned[pg->cls], n);
+}
+
+/* A small refill while sampling (refill_slow): the TLS list gets the blocks
+ * that end before the next sample point; the malloc at the point is sampled. */
+void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
+{
+    if (h == NULL && (h = hk_heap_attach()) == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uint64_t supplied = h->supplied[cls];
+    struct hk_page *pg;
+    void *list = hk_refill_take(h, cls, &pg);
+    if (list == NULL)
+        return NULL;
+    unsigned n = (unsigned)(h->supplied[cls] - supplied);
+    struct prof_tls *t = prof_state();
+    uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
+    unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
+    if (!t->busy) {
+        bool sample = t->pending & bit;
+        if (sample) {
+            t->pending &= ~bit;
+        } else if ((uint64_t)t->left <= size) {
+            passed_point(t, size);
+            sample = true;
+        } else {
+            t->left -= (int64_t)size;
+            uint64_t before = ((uint64_t)t->left - 1) / size; /* blocks before the point */
+            if (before < keep) {
+                keep = (unsigned)before;
+                t->pending |= bit;
+                t->left -= (int64_t)(before * size);
+                passed_point(t, size);
+            } else {
+                t->left -= (int64_t)(keep * size);
+            }
+        }
+        if (sample) {
+            void *p = sampled_block(size);
+            if (p != NULL) {
+                give_back(h, pg, list, n);
+                HK_CHECK_PAGE(pg);
+                return p;
+            }
+        }
+    }
+    if (keep < n - 1) {
+        void *last = list;
+        for (unsigned i = 0; i < keep; i++)
+            last = hk_next(last);
+        give_back(h, pg, hk_next(last), n - 1 - keep);
+        hk_set_next(last, NULL);
+    }
+    void *next = hk_next(list);
+    HK_SECURE_TAKEN(list, next, cls);
+    hk_tls.free[cls] = next;
+    HK_CHECK_PAGE(pg);
+    return list;
+}
+
+/* A medium or large block was just taken (hk_bitmap_taken, the countdown
+ * kept at 1 while sampling): count its bytes; at a sample point it goes
+ * back and a sampled block serves instead. */
+void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
+{
+    struct prof_tls *t = prof_state();
+    if (++t->ticks >= HK_TRIM_COUNTDOWN) {
+        t->ticks = 0;
+        hk_bitmap_tick(h);
+    }
+    h->trim_countdown = 1;
+    uint64_t size = pg->block_size;
+    if (t->busy || (uint64_t)t->left > size) {
+        t->left -= (int64_t)size;
+        return block;
+    }
+    passed_point(t, size);
+    void *p = sampled_block(size);
+    if (p == NULL)
+        return block;
+    hk_count(&h->returned[pg->cls], 1);
+    hk_bitmap_free(pg, block, "malloc");
+    return p;
+}
+
+uint32_t hk_heap_sample_huge(size_t size)
+{
+    struct prof_tls *t = prof_state();
+    if (t->busy)
+        return 0;
+    if ((uint64_t)t->left > size) {
+        t->left -= (int64_t)size;
+        return 0;
+    }
+    passed_point(t, size);
+    t->busy = true;
+    uint32_t site = record(size);
+    t->busy = false;
+    return site;
+}
+
+/* ---- dumps --------------------------------------------------------------- */
+
+/* The writer: a buffer and write(2), as a signal handler may use. */
+static struct {
+    int fd;
+    unsigned len;
+    bool failed;
+    char buf[16384];
+} out;
+
+static void flush_out(void)
+{
+    for (unsigned done = 0; done < out.len;) {
+        ssize_t w = write(out.fd, out.buf + done, out.len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            out.failed = true;
+            break;
+        }
+        done += (unsigned)w;
+    }
+    out.len = 0;
+}
+
+static void put(const char *s, size_t n)
+{
+    while (n > 0) {
+        if (out.len == sizeof out.buf)
+            flush_out();
+        size_t room = sizeof out.buf - out.len, k = n < room ? n : room;
+        memcpy(out.buf + out.len, s, k);
+        out.len += (unsigned)k;
+        s += k;
+        n -= k;
+    }
+}
+
+static void put_str(const char *s)
+{
+    put(s, strlen(s));
+}
+
+/* x in decimal (base 10) or as 0x... (base 16) into buf; its length. */
+static size_t format_u64(char *buf, uint64_t x, unsigned base)
+{
+    char tmp[24];
+    size_t n = 0, len = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[x % base];
+        x /= base;
+    } while (x != 0);
+    if (base == 16) {
+        buf[len++] = '0';
+        buf[len++] = 'x';
+    }
+    while (n > 0)
+        buf[len++] = tmp[--n];
+    return len;
+}
+
+static void put_u64(uint64_t x, unsigned base)
+{
+    char buf[24];
+    put(buf, format_u64(buf, x, base));
+}
+
+/* "n: bytes [n: bytes]" as pprof reads it. */
+static void put_counts(uint64_t n1, uint64_t b1, uint64_t n2, uint64_t b2)
+{
+    put_u64(n1, 10);
+    put_str(": ");
+    put_u64(b1, 10);
+    put_str(" [");
+    put_u64(n2, 10);
+    put_str(": ");
+    put_u64(b2, 10);
+    put_str("]");
+}
+
+/* A site's live counts now, or at the last peak. */
+static void live_counts(const struct site *s, bool at_peak, uint64_t *n, uint64_t *bytes)
+{
+    bool changed = at_peak && s->gen == peak_gen; /* since the peak */
+    *n = changed ? s->peak_n : s->live_n;
+    *bytes = changed ? s->peak_bytes : s->live_bytes;
+}
+
+static void write_profile(bool at_peak)
+{
+    uint64_t ln_ = 0, lb = 0, an = 0, ab = 0;
+    for (uint32_t id = 1; id < nsites; id++) {
+        uint64_t n, b;
+        live_counts(&sites[id], at_peak, &n, &b);
+        ln_ += n;
+        lb += b;
+        an += sites[id].alloc_n;
+        ab += sites[id].alloc_bytes;
+    }
+    put_str("heap profile: ");
+    put_counts(ln_, lb, an, ab);
+    put_str(" @ heap_v2/");
+    put_u64((uint64_t)mean, 10);
+    put_str("\n");
+    for (uint32_t id = 1; id < nsites; id++) {
+        const struct site *s = &sites[id];
+        uint64_t n, b;
+        live_counts(s, at_peak, &n, &b);
+        put_counts(n, b, s->alloc_n, s->alloc_bytes);
+        put_str(" @");
+        for (unsigned i = 0; i < s->depth; i++) {
+            put_str(" ");
+            put_u64(s->pc[i], 16);
+        }
+        put_str("\n");
+    }
+    if (dropped != 0) {
+        put_str("# samples not recorded (too many sites): ");
+        put_u64(dropped, 10);
+        put_str("\n");
+    }
+    put_str("\nMAPPED_LIBRARIES:\n");
+    int maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (maps >= 0) {
+        char buf[4096];
+        ssize_t r;
+        while ((r = read(maps, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
+            if (r > 0)
+                put(buf, (size_t)r);
+        close(maps);
+    }
+}
+
+/* Write <prefix>.<pid>.<why>.heap (why NULL: the next number), through a
+ * temporary name, so that a reader never sees half a dump. */
+static bool dump_to(const char *why, bool at_peak)
+{
+    char path[4096], tmp[4096 + 8];
+    const char *prefix = hk_config.heap_profile;
+    size_t len = strlen(prefix);
+    if (len + 64 > sizeof path)
+        return false;
+    memcpy(path, prefix, len);
+    path[len++] = '.';
+    len += format_u64(path + len, (uint64_t)getpid(), 10);
+    path[len++] = '.';
+    if (why != NULL) {
+        memcpy(path + len, why, strlen(why));
+        len += strlen(why);
+    } else {
+        len += format_u64(path + len, ++dump_seq, 10);
+    }
+    memcpy(path + len, ".heap", 6);
+    memcpy(tmp, path, len + 5);
+    memcpy(tmp + len + 5, ".tmp", 5);
+    int saved = errno;
+    out.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool ok = out.fd >= 0;
+    if (ok) {
+        out.failed = false;
+        write_profile(at_peak);
+        flush_out();
+        ok = !out.failed;
+        close(out.fd);
+        ok = ok && rename(tmp, path) == 0;
+        if (!ok)
+            unlink(tmp);
+    }
+    errno = saved;
+    return ok;
+}
+
+static void dump_locked(const char *why)
+{
+    dump_to(why, why != NULL && strcmp(why, "peak") == 0);
+}
+
+HK_API int hak_heap_profile_dump(void)
+{
+    if (!hk_heap_sampling) {
+        errno = EINVAL; /* not profiling */
+        return -1;
+    }
+    pthread_mutex_lock(&lock);
+    bool ok = dump_to(NULL, false);
+    pthread_mutex_unlock(&lock);
+    if (!ok)
+        errno = EIO;
+    return ok ? 0 : -1;
+}
+
+/* SIGUSR2: dump now, or as soon as the thread holding the lock lets go. */
+static void on_sigusr2(int sig)
+{
+    (void)sig;
+    if (pthread_mutex_trylock(&lock) != 0) {
+        dump_wanted = 1;
+        return;
+    }
+    dump_locked(NULL);
+    pthread_mutex_unlock(&lock);
+}
+
+__attribute__((destructor)) static void dump_at_exit(void)
+{
+    if (!hk_heap_sampling)
+        return;
+    pthread_mutex_lock(&lock);
+    if (peak_gen != 0)
+        dump_to("peak", true);
+    dump_to("exit", false);
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- start and fork -------------------------------------------------------- */
+
+void hk_heap_profile_start(void)
+{
+    if (hk_config.heap_profile == NULL || hk_heap_sampling)
+        return;
+    if (HK_SECURE_ON) { /* its checks take every block for one of a page */
+        hk_warn("HAKMEM_HEAP_PROFILE (the hardened build has no heap profiler)");
+        return;
+    }
+    sites = hk_os_map((size_t)MAX_SITES * sizeof *sites);
+    site_index = hk_os_map((size_t)INDEX_SIZE * sizeof *site_index);
+    if (sites == NULL || site_index == NULL) {
+        hk_warn("HAKMEM_HEAP_PROFILE (no memory for the profile)");
+        return;
+    }
+    mean = (double)hk_config.heap_sample;
+    dl_iterate_phdr(find_own_code, (void *)(uintptr_t)&hk_heap_profile_start);
+    void *warm[1];
+    backtrace(warm, 1);
+    fast_unwinder_start();
+    for (unsigned cls = 0; cls < HK_NCLASSES; cls++)
+        hk_classes[cls].foreign_cap = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigusr2;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
+    hk_heap_sampling = true;
+    atomic_fetch_or(&hk_detour, HK_DETOUR_SAMPLE);
+}
+
+void hk_heap_profile_fork_lock(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void hk_heap_profile_fork_unlock(bool child)
+{
+    if (child) {
+        pthread_mutex_init(&lock, NULL);
+        dump_seq = 0;
+    } else {
+        pthread_mutex_unlock(&lock);
+    }
+}

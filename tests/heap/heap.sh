@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# heap.sh TEST: the heap profiler's tests (tests/README.md), on the programs
+# tests.mk builds in build/tests/heap/.  Each check prints ok or FAIL; the
+# counts go to tests/run.sh.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+B=$ROOT/build/tests/heap
+LIB=$ROOT/build/libhakmem.so
+HAKMEM=$ROOT/bin/hakmem
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-heap.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+checks=0 failed=0
+
+# check WHAT COMMAND...: one check, passed when COMMAND succeeds.
+check() {
+	local what=$1
+	shift
+	checks=$((checks + 1))
+	if "$@"; then
+		echo "ok   $what"
+	else
+		echo "FAIL $what"
+		failed=$((failed + 1))
+	fi
+}
+
+# The live MiB of function FN in the first table of summary FILE (0: none).
+live_mib() {
+	awk -v fn="$2" '$0 == "" { exit }
+		($2 == "MiB" || $2 == "KiB") && $5 == "blocks" && $6 == fn {
+			print ($2 == "KiB" ? $1 / 1024 : $1); found = 1; exit }
+		END { if (!found) print 0 }' "$1"
+}
+
+# within FILE FN MIB: FN's live bytes in FILE are MIB within 10%.
+within() {
+	local got
+	got=$(live_mib "$1" "$2")
+	echo "     $2: $got MiB live, expected $3 MiB"
+	awk -v got="$got" -v want="$3" 'BEGIN { d = got - want; exit !(d <= want / 10 && -d <= want / 10) }'
+}
+
+absent() {
+	[[ $(live_mib "$1" "$2") == 0 ]]
+}
+
+# same_output NAME CMD...: CMD prints the same under glibc, hakmem, and
+# hakmem with the profiler on (its dumps in $WORK/same).
+same_output() {
+	local name=$1
+	shift
+	"$@" >"$WORK/$name.glibc" 2>&1
+	LD_PRELOAD=$LIB "$@" >"$WORK/$name.off" 2>&1
+	HAKMEM_HEAP_PROFILE=$WORK/same LD_PRELOAD=$LIB "$@" >"$WORK/$name.on" 2>&1
+	cmp -s "$WORK/$name.glibc" "$WORK/$name.off" && cmp -s "$WORK/$name.off" "$WORK/$name.on"
+}
+
+# The three sites: live bytes at the peak within 10% at the default rate,
+# only the leak at exit.  $1: how the dumps were made (preload, static).
+sites_checks() {
+	local peak=$1 exit=$2
+	check "site_medium: 1 GiB at the peak" within "$peak" site_medium 1024
+	check "site_large: 1 GiB at the peak" within "$peak" site_large 1024
+	check "leak_huge: 128 MiB at the peak" within "$peak" leak_huge 128
+	check "leak_huge: 128 MiB at exit" within "$exit" leak_huge 128
+	check "site_medium and site_large: freed before exit" \
+		eval "absent '$exit' site_medium && absent '$exit' site_large"
+}
+
+case ${1:-} in
+sites)
+	check "output: glibc = hakmem = hakmem profiling" same_output sites "$B/profiled" sites
+	(cd "$WORK" && "$HAKMEM" heap -o "$WORK/p" -- "$B/profiled" sites) >"$WORK/launcher.out" 2>&1
+	cat "$WORK/launcher.out"
+	peak=$(echo "$WORK"/p.*.peak.txt)
+	exit_=$(echo "$WORK"/p.*.exit.txt)
+	check "hakmem heap: summaries of the peak and of the exit" test -f "$peak" -a -f "$exit_"
+	sites_checks "$peak" "$exit_"
+	check "the launcher printed the leak at exit" \
+		grep -q 'still live at exit' "$WORK/launcher.out"
+	svg=${peak%.txt}.svg
+	check "flame graph: an SVG with the sites and their share on hover" \
+		grep -q '<title>site_medium: [0-9.]* MiB, [0-9.]*%</title>' "$svg"
+	check "flame graph of the exit: the leak" grep -q '<title>leak_huge' "${exit_%.txt}.svg"
+	check "folded stacks: frames from the root, live bytes" \
+		grep -q '^_start;.*;main;sites;leak_huge [0-9]*$' "${exit_%.txt}.folded"
+	if command -v google-pprof >/dev/null; then
+		google-pprof --text "$B/profiled" "${peak%.txt}.heap" >"$WORK/pprof.txt" 2>&1
+		cat "$WORK/pprof.txt"
+		check "google-pprof --text reads the dump" grep -q 'site_medium' "$WORK/pprof.txt"
+	else
+		echo "skip: google-pprof is not installed (Debian: google-perftools)"
+	fi
+	;;
+static)
+	# Linked in: hakmem's own frames stay in the stacks; the report drops them.
+	(cd "$WORK" && HAKMEM_HEAP_PROFILE=$WORK/s "$B/profiled-static" sites)
+	"$HAKMEM" heap --report "$WORK"/s.*.peak.heap "$WORK"/s.*.exit.heap
+	sites_checks "$(echo "$WORK"/s.*.peak.txt)" "$(echo "$WORK"/s.*.exit.txt)"
+	;;
+small)
+	# The refill path: small blocks, sampled every 32 KiB for precision.
+	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" small
+	check "site_small: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_small 64
+	;;
+busy)
+	# Early calls, threads, frees by other threads, fork, SIGUSR2, a call;
+	# a sample every 4 KiB, so that the profiler's paths run all the time.
+	for how in preload static; do
+		bin=$B/profiled
+		[[ $how == static ]] && bin=$B/profiled-static
+		rm -f "$WORK"/b.*
+		if [[ $how == preload ]]; then
+			HAKMEM_HEAP_PROFILE=$WORK/b HAKMEM_HEAP_SAMPLE=4K LD_PRELOAD=$LIB "$bin" busy \
+				>"$WORK/busy.out"
+		else
+			HAKMEM_HEAP_PROFILE=$WORK/b HAKMEM_HEAP_SAMPLE=4K "$bin" busy >"$WORK/busy.out"
+		fi
+		check "[$how] exit 0, the child too, the call's dump written" \
+			grep -qx 'busy: child exit 0, dump written' "$WORK/busy.out"
+		ls "$WORK"/b.*
+		check "[$how] dumps: on SIGUSR2, on the call, at the peak and exit" \
+			test "$(ls "$WORK"/b.*.1.heap "$WORK"/b.*.2.heap | wc -l)" = 2
+		check "[$how] the forked child wrote its own exit dump" \
+			test "$(ls "$WORK"/b.*.exit.heap | wc -l)" = 2
+		parent=$(ls "$WORK"/b.*.1.heap)
+		parent=${parent%.1.heap}
+		"$HAKMEM" heap --report "$parent.peak.heap" >/dev/null 2>&1
+		check "[$how] allocations before main are sampled" \
+			grep -q ' before_main ' "$parent.peak.txt"
+		check "[$how] allocations in threads are sampled" grep -q ' worker ' "$parent.peak.txt"
+	done
+	;;
+python)
+	# python3 builds a large structure from a named function (a C function
+	# through ctypes: python's own frames are not in C stacks).
+	cat >"$WORK/build.py" <<PY
+import ctypes
+lib = ctypes.CDLL("$B/libbuild_table.so")
+lib.build_table.restype = ctypes.c_void_p
+table = lib.build_table(65536)
+print("built")
+PY
+	"$HAKMEM" heap -o "$WORK/p" -- python3 "$WORK/build.py"
+	exit_=$(echo "$WORK"/p.*.exit.txt)
+	check "build_table tops the live bytes at exit" \
+		test "$(awk 'NR == 2 { print $6 }' "$exit_")" = build_table
+	check "build_table: 64 MiB" within "$exit_" build_table 64
+	;;
+off)
+	check "off: no SIGUSR2 handler [preload]" \
+		test "$(LD_PRELOAD=$LIB "$B/profiled" signal)" = "SIGUSR2: default"
+	check "off: no SIGUSR2 handler [static]" \
+		test "$("$B/profiled-static" signal)" = "SIGUSR2: default"
+	check "on: a SIGUSR2 handler" test "$(HAKMEM_HEAP_PROFILE=$WORK/o LD_PRELOAD=$LIB \
+		"$B/profiled" signal)" = "SIGUSR2: handled"
+	;;
+*)
+	echo "usage: tests/heap/heap.sh sites|static|small|busy|python|off" >&2
+	exit 2
+	;;
+esac
+echo "checks: $checks"
+echo "failed: $failed"
+((failed == 0))

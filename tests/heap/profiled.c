@@ -1,0 +1,155 @@
+/*
+ * The program the heap profiler's tests run (tests/heap/heap.sh), one mode
+ * per argument:
+ *   sites    three sites of known sizes, the last leaking (1 GiB of 16 KiB
+ *            blocks, 1 GiB of 256 KiB blocks, 128 MiB of 2 MiB blocks: the
+ *            blocks are not touched, so they cost address space, not memory)
+ *   small    one site of 64-byte blocks (64 MiB), live at exit
+ *   busy     allocations before main, in 8 threads (freed by others too),
+ *            in a forked child, a dump on SIGUSR2 and one on a call
+ *   signal   prints whether SIGUSR2 has a handler
+ * Each prints what it did on stdout, the same with the profiler on or off.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void **kept;
+static size_t nkept;
+
+/* Not inlined, and not a tail call: each is a frame of its own. */
+__attribute__((noinline)) static void site_medium(void)
+{
+    kept[nkept++] = malloc(16384);
+}
+
+__attribute__((noinline)) static void site_large(void)
+{
+    kept[nkept++] = malloc(262144);
+}
+
+__attribute__((noinline)) static void leak_huge(void)
+{
+    void *p = malloc((size_t)2 << 20);
+    __asm__ volatile("" : : "r"(p) : "memory"); /* leaked, on purpose */
+}
+
+__attribute__((noinline)) static void site_small(void)
+{
+    kept[nkept++] = malloc(64);
+}
+
+static void sites(void)
+{
+    kept = malloc(80000 * sizeof *kept);
+    for (int i = 0; i < 65536; i++)
+        site_medium();
+    for (int i = 0; i < 4096; i++)
+        site_large();
+    for (int i = 0; i < 64; i++)
+        leak_huge();
+    for (size_t i = 0; i < nkept; i++)
+        free(kept[i]);
+    free(kept);
+    printf("sites: 1 GiB of 16 KiB, 1 GiB of 256 KiB, 128 MiB leaked in 2 MiB blocks\n");
+}
+
+static void small(void)
+{
+    kept = malloc((1 << 20) * sizeof *kept);
+    for (int i = 0; i < 1 << 20; i++)
+        site_small();
+    printf("small: 64 MiB in 64-byte blocks\n");
+}
+
+/* ---- busy ---- */
+
+static void *early[256];
+
+__attribute__((constructor)) static void before_main(void)
+{
+    for (int i = 0; i < 256; i++)
+        early[i] = malloc(4096);
+}
+
+#define THREADS 8
+#define SLOTS 1024
+static void *_Atomic shared[THREADS][SLOTS];
+
+static void *worker(void *arg)
+{
+    unsigned id = (unsigned)(uintptr_t)arg, x = id * 2654435761u + 1;
+    for (int round = 0; round < 100000; round++) {
+        x = x * 1103515245 + 12345;
+        unsigned slot = (x >> 8) % SLOTS, owner = (x >> 20) % THREADS;
+        size_t size = (x >> 4) % 5 == 0 ? 16 + (x >> 12) % 40000 : 16 + (x >> 12) % 512;
+        if ((x >> 24) % 97 == 0)
+            size = (size_t)1 << 20;
+        /* Take a block from any thread's slots (a free by another thread),
+         * and leave a new one in this thread's. */
+        free(atomic_exchange(&shared[owner][slot], NULL));
+        void *p = (x >> 28) % 3 == 0 ? calloc(1, size) : malloc(size);
+        memset(p, (int)id, size < 64 ? size : 64);
+        if ((x >> 16) % 7 == 0)
+            p = realloc(p, size * 2);
+        free(atomic_exchange(&shared[id][slot], p));
+    }
+    return NULL;
+}
+
+static void busy(void)
+{
+    pthread_t t[THREADS];
+    for (unsigned i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
+    pid_t child = fork(); /* while the threads allocate */
+    if (child == 0) {
+        void *p[1000];
+        for (int i = 0; i < 1000; i++)
+            p[i] = malloc(1000 + i * 100);
+        for (int i = 0; i < 1000; i++)
+            free(p[i]);
+        exit(0);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    for (unsigned i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    raise(SIGUSR2);
+    int (*dump)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "hak_heap_profile_dump");
+    int dumped = dump != NULL ? dump() : -1;
+    for (unsigned i = 0; i < THREADS; i++)
+        for (unsigned j = 0; j < SLOTS; j++)
+            free(shared[i][j]);
+    for (int i = 0; i < 256; i++)
+        free(early[i]);
+    printf("busy: child exit %d, dump %s\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+           dumped == 0 ? "written" : getenv("HAKMEM_HEAP_PROFILE") ? "FAILED" : "off");
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "sites") == 0) {
+        sites();
+    } else if (strcmp(mode, "small") == 0) {
+        small();
+    } else if (strcmp(mode, "busy") == 0) {
+        busy();
+    } else if (strcmp(mode, "signal") == 0) {
+        struct sigaction sa;
+        sigaction(SIGUSR2, NULL, &sa);
+        printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
+    } else {
+        fprintf(stderr, "usage: profiled sites|small|busy|signal\n");
+        return 2;
+    }
+    return 0;
+}
