@@ -88,29 +88,43 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
     clear_rest(p, pg->block_size);
 }
 
+/* A free of p, 16-byte aligned in the calling thread's own small region
+ * (hk_own_small): when p is the start of a block carved from a page in use,
+ * the block is checked, cleared and freed here, validated as hk_page_of
+ * would validate it, less the arena table (the arena is the heap's first).
+ * false: p is no such block, and free_other says what it is. */
+bool hk_secure_free_own(void *p, const char *call)
+{
+    uintptr_t u = (uintptr_t)p;
+    const struct hk_region *r = &((const struct hk_arena *)(u & ~(HK_ARENA_SIZE - 1)))->region[HK_SMALL];
+    uint32_t index = (uint32_t)((u & (HK_ARENA_SIZE - 1)) >> HK_SMALL_PAGE_SHIFT);
+    if (index - r->first >= atomic_load_explicit(&r->hwm, memory_order_relaxed) - r->first)
+        return false;
+    struct hk_page *pg = (struct hk_page *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
+    uint32_t size = pg->block_size;
+    /* Below the first block the offset wraps, and no multiple of the size
+     * is that large. */
+    uint64_t offset = u - (uintptr_t)pg->blocks;
+    uint64_t i = (offset * pg->div_magic) >> 32;
+    if (size == 0 || i * size != offset || i >= (uint64_t)(pg->capacity - pg->unbumped))
+        return false;
+    if (HK_UNLIKELY(is_free(p)))
+        hk_secure_report("double free", call, p, size);
+    clear_rest(p, size);
+    hk_page_free_local(pg, p, call);
+    return true;
+}
+
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
 {
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
         hk_secure_report("use after free", call, p, pg->block_size);
 }
 
-/* n bytes at p (16-byte aligned, n a multiple of 16) are all zero: 64
- * bytes a step, in vector registers, where most of the hardened build's
- * time would otherwise go. */
-typedef uint64_t hk_v2 __attribute__((vector_size(16)));
-static inline bool all_zero(const char *p, size_t n)
+/* A block leaving a free list is not as it was freed or carved. */
+void hk_secure_written(void *block, size_t size)
 {
-    const hk_v2 *v = (const hk_v2 *)p;
-    hk_v2 a = { 0, 0 }, b = { 0, 0 };
-    size_t i = 0, words = n / 16;
-    for (; i + 4 <= words; i += 4) {
-        a |= v[i] | v[i + 1];
-        b |= v[i + 2] | v[i + 3];
-    }
-    for (; i < words; i++)
-        a |= v[i];
-    a |= b;
-    return (a[0] | a[1]) == 0;
+    hk_secure_report("write to a freed block", "malloc", block, size);
 }
 
 /* A medium or large block trades the link it had on the way for the tag
@@ -123,42 +137,53 @@ void hk_secure_drained(void *b)
 }
 
 /* A medium or large block leaves its page.  One with the tag of its size
- * was freed and cleared: a byte not zero after the tag was written
- * since.  One without was never freed in this page's life (its memory is
- * fresh, trimmed, or another page's cleared blocks, links and tags), or
- * its tag was written over: it is cleared now.  Either way the user gets
- * zeros. */
+ * was freed and cleared: a byte not zero where hk_secure_fill_clean looks
+ * was written since.  One without was never freed in this page's life
+ * (its memory is fresh, trimmed, or another page's cleared blocks, links
+ * and tags), or its tag was written over: it is cleared now.  Either way
+ * the user gets zeros. */
 void *hk_secure_bitmap_taken(void *p)
 {
     if (p == NULL)
         return NULL;
     size_t size = hk_page_of_block(p)->block_size;
     if (((uintptr_t *)p)[0] == size && is_free(p)) {
-        if (HK_UNLIKELY(!all_zero((char *)p + 16, size - 16)))
-            hk_secure_report("write to a freed block", "malloc", p, size);
+        if (HK_UNLIKELY(!hk_secure_fill_clean(p, size)))
+            hk_secure_written(p, size);
         ((uintptr_t *)p)[0] = 0;
         ((uintptr_t *)p)[1] = 0;
-    } else if (!all_zero(p, size)) {
+    } else if (!hk_secure_zero(p, size)) {
         memset(p, 0, size);
     }
     return p;
 }
 
-/* The block, its link and its tag were written when it was freed or
- * carved; what differs now was written after the free. */
-void hk_secure_taken(void *block, void *next, unsigned cls)
+/* A free that names the block's size (free_sized, free_aligned_sized, the
+ * sized operator deletes): the size must be one the block could have been
+ * allocated with, or the program frees something else than it thinks
+ * (delete of an array, delete[] of one object, a size from another
+ * object).  `exact`: the block came from that very size (operator new);
+ * otherwise realloc may have kept a larger block (it keeps one when
+ * shrinking to half or more).  A pointer hakmem did not hand out is left
+ * to the free, which reports it. */
+void hk_secure_sized_free(const void *p, size_t size, size_t align, bool exact, const char *call)
 {
-    uintptr_t *w = block;
-    size_t size = hk_classes[cls].block_size;
-    uintptr_t page_mask = ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1);
-    if (HK_UNLIKELY(!is_free(block)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
-    if (HK_UNLIKELY(next != NULL && ((uintptr_t)next & page_mask) != ((uintptr_t)block & page_mask)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
-    if (HK_UNLIKELY(!all_zero((const char *)block + 16, size - 16)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
-    w[0] = 0;
-    w[1] = 0;
+    if (p == NULL)
+        return;
+    struct hk_page *pg = hk_page_of(p);
+    size_t have;
+    unsigned cls;
+    if (pg != NULL) {
+        have = pg->block_size;
+        cls = align > 16 ? hk_aligned_class(size, align) : size > HK_LARGE_MAX ? 0 : hk_size_class(size);
+        if (cls == pg->cls || (!exact && align <= 16 && size <= have && (size >= have / 2 || have <= 32)))
+            return;
+    } else {
+        have = hk_huge_usable_size(p);
+        if (have == 0 || size <= have)
+            return;
+    }
+    hk_secure_report("wrong size", call, p, have);
 }
 
 /* p failed validation.  If it lies in a block of a page in use, say how. */
