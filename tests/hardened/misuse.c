@@ -3,7 +3,8 @@
  * process: double frees (at once, after another free, through a stale
  * pointer to a reused block, by free_sized, from another thread), frees and
  * reallocs of an address inside a block or misaligned, writes to a freed
- * block, and a read of a reused block's old contents.
+ * block, a read of a reused block's old contents, and sized deletes whose
+ * size is not the block's (delete of an array, delete[] of one object).
  *
  * With HAKMEM_TEST_HARDENED=1 (the runner sets it for the hardened build,
  * build/libhakmem-secure.so) every case marked `caught` must end the child
@@ -16,6 +17,7 @@
  * run and recorded, not checked (any one line of hakmem's and SIGABRT
  * counts as caught there): the log ends with how many each caught.
  */
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -45,6 +47,8 @@ enum kind {
 	WRITE_AFTER_FREE_WORD, /* the same, second word */
 	WRITE_AFTER_FREE_LAST, /* the same, last byte of the block */
 	STALE_READ,          /* p filled, freed, handed out again: still filled? */
+	DELETE_ARRAY,        /* new char[n], freed by delete with sizeof (char) */
+	DELETE_ONE,          /* a new object of n bytes, freed by delete[] with 4 n */
 };
 
 struct misuse {
@@ -70,6 +74,8 @@ static const struct misuse misuses[] = {
 	{ WRITE_AFTER_FREE_WORD, "write to a freed block's second word", "write to a freed block", "malloc" },
 	{ WRITE_AFTER_FREE_LAST, "write to a freed block's last byte", "write to a freed block", "malloc" },
 	{ STALE_READ, "a reused block shows the old block's bytes", NULL, NULL },
+	{ DELETE_ARRAY, "delete (sized) of an array", "wrong size", "operator delete" },
+	{ DELETE_ONE, "delete[] (sized) of one object", "wrong size", "operator delete[]" },
 };
 
 static const size_t sizes[] = { 16, 64, 1024, 4096, 8000, 100000 };
@@ -110,6 +116,20 @@ static bool malloc_until(size_t size, const void *p)
 		if (malloc(size) == p)
 			return true;
 	return false;
+}
+
+/* The sized operator deletes (C++14), called the way a C++ program's
+ * `delete p` and `delete[] p` call them for a type without a destructor
+ * (new[] then keeps no count before the array): found at run time, so that
+ * this C program needs no C++ runtime. */
+typedef void sized_delete(void *, size_t);
+
+static void call_delete(const char *name, void *p, size_t size)
+{
+	sized_delete *fn = (sized_delete *)dlsym(RTLD_DEFAULT, name);
+	if (fn == NULL)
+		exit(5);
+	fn(p, size);
 }
 
 static void misuse(void *arg)
@@ -166,6 +186,12 @@ static void misuse(void *arg)
 		malloc_until(j->size, p);
 		break;
 	}
+	case DELETE_ARRAY:
+		call_delete("_ZdlPvm", p, 1);
+		break;
+	case DELETE_ONE:
+		call_delete("_ZdaPvm", p, 4 * j->size);
+		break;
 	case STALE_READ: {
 		memset(p, 0xab, j->block);
 		free(p);
@@ -249,7 +275,10 @@ int main(void)
 	bool hardened = env != NULL && strcmp(env, "1") == 0;
 	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
 		for (size_t m = 0; m < sizeof misuses / sizeof misuses[0]; m++)
-			if (misuses[m].kind != DOUBLE_FREE_LAST)
+			if (misuses[m].kind != DOUBLE_FREE_LAST &&
+			    /* Every size up to 16 bytes has the class of 16: a
+			     * delete of the array says nothing wrong. */
+			    !(misuses[m].kind == DELETE_ARRAY && sizes[s] <= 16))
 				run_case(&misuses[m], sizes[s], hardened);
 	/* A class nothing else here uses: p is alone in its page, which its
 	 * free retires. */
