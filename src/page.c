@@ -30,6 +30,7 @@
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
 {
     const struct hk_class *k = &hk_classes[cls];
+    HK_SECURE_PAGE_INIT(pg, cls);
     pg->local_free = NULL;
     pg->used = 0;
     pg->block_size = k->block_size;

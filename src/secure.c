@@ -136,25 +136,43 @@ void hk_secure_drained(void *b)
         bitmap_seal(b, pg->block_size);
 }
 
+/* pg, a medium or large page, is set up for class cls.  The memory of a
+ * page that held another class's blocks (from the dirty list, not purged)
+ * is zeros but for that class's tags, where its blocks began: they go, so
+ * that every free block of a page in use is either sealed or all zeros. */
+void hk_secure_page_init(struct hk_page *pg, unsigned cls)
+{
+    unsigned old = pg->cls;
+    if (hk_classes[cls].kind == HK_SMALL || old == 0 || old == cls)
+        return;
+    const struct hk_class *k = &hk_classes[old];
+    char *base = hk_page_base(pg);
+    size_t end = k->capacity;
+    if (hk_arena_of((uintptr_t)base)->compact && pg->mapped / k->block_size < end)
+        end = pg->mapped / k->block_size; /* the rest is not mapped */
+    for (size_t i = 0; i < end; i++) {
+        uintptr_t *w = (uintptr_t *)(base + i * k->block_size);
+        if (w[0] != 0 || w[1] != 0)
+            w[0] = w[1] = 0;
+    }
+}
+
 /* A medium or large block leaves its page.  One with the tag of its size
- * was freed and cleared: a byte not zero where hk_secure_fill_clean looks
- * was written since.  One without was never freed in this page's life
- * (its memory is fresh, trimmed, or another page's cleared blocks, links
- * and tags), or its tag was written over: it is cleared now.  Either way
- * the user gets zeros. */
+ * was freed and cleared since; one with zeros there was never freed in
+ * this page's life, or its memory was given back (hk_secure_page_init):
+ * either way a byte not zero where hk_secure_fill_clean looks, or another
+ * tag, was written after a free. */
 void *hk_secure_bitmap_taken(void *p)
 {
     if (p == NULL)
         return NULL;
+    uintptr_t *w = p;
     size_t size = hk_page_of_block(p)->block_size;
-    if (((uintptr_t *)p)[0] == size && is_free(p)) {
-        if (HK_UNLIKELY(!hk_secure_fill_clean(p, size)))
-            hk_secure_written(p, size);
-        ((uintptr_t *)p)[0] = 0;
-        ((uintptr_t *)p)[1] = 0;
-    } else if (!hk_secure_zero(p, size)) {
-        memset(p, 0, size);
-    }
+    bool sealed = w[0] == size && is_free(p);
+    if (HK_UNLIKELY(!(sealed || (w[0] == 0 && w[1] == 0)) || !hk_secure_fill_clean(p, size)))
+        hk_secure_written(p, size);
+    w[0] = 0;
+    w[1] = 0;
     return p;
 }
 

@@ -19,8 +19,10 @@
  * A medium or large block (a bit in its page's bitmap says whether it is
  * free) is cleared when freed but for its size and a tag in words 0-1, or
  * the link and tag while it waits to go back from another thread: a free
- * that finds its bit set or the tag there is a double free, and handing
- * it out checks the zeros after the tag.
+ * that finds its bit set or the tag there is a double free.  A free block
+ * of a page in use holds that tag or nothing but zeros (its memory was
+ * fresh or given back), so handing it out checks both words and the
+ * zeros after them.
  */
 #ifndef HAKMEM_SECURE_H
 #define HAKMEM_SECURE_H
@@ -46,6 +48,7 @@ __attribute__((noreturn, cold)) void hk_secure_written(void *block, size_t size)
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
 void hk_secure_drained(void *b);
 void *hk_secure_bitmap_taken(void *p);
+void hk_secure_page_init(struct hk_page *pg, unsigned cls);
 void hk_secure_fresh(void *block, size_t size);
 /* From hk_invalid_pointer: reports p (and aborts) if it lies in a block of a
  * page in use, an address inside it or the block itself freed already;
@@ -135,6 +138,8 @@ static inline void hk_secure_taken(void *block, void *next, size_t size)
 #define HK_SECURE_BITMAP_TAKEN(p) hk_secure_bitmap_taken(p)
 /* b, freed by another thread, leaves the heap's delayed list. */
 #define HK_SECURE_DRAINED(b) hk_secure_drained(b)
+/* pg, free, is about to serve class cls. */
+#define HK_SECURE_PAGE_INIT(pg, cls) hk_secure_page_init((pg), (cls))
 
 #else /* the default build */
 
@@ -151,6 +156,7 @@ static inline void hk_secure_taken(void *block, void *next, size_t size)
 #define HK_SECURE_LIVE(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
 #define HK_SECURE_DRAINED(b) ((void)sizeof(b))
 #define HK_SECURE_BITMAP_TAKEN(p) (p)
+#define HK_SECURE_PAGE_INIT(pg, cls) ((void)sizeof(pg), (void)sizeof(cls))
 
 #endif /* HK_SECURE */
 
