@@ -115,7 +115,11 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
             errno = ENOMEM;
             return NULL;
         }
-        if (zero)
+        /* The hardened build clears what the range's freed blocks held
+         * (hk_secure_huge_freed). */
+        if (HK_SECURE_ON)
+            memset((void *)addr, 0, have < len ? have : len);
+        else if (zero)
             memset((void *)addr, 0, size);
         return (void *)addr;
     }
@@ -163,6 +167,9 @@ bool hk_huge_free(void *p)
     pthread_mutex_unlock(&huge_lock);
     if (!found)
         return false;
+#ifdef HK_SECURE
+    hk_secure_huge_freed(p, size);
+#endif
     hk_huge_cache_put(addr, size);
     hk_purge_schedule(NULL, 0, false);
     return true;
@@ -206,6 +213,22 @@ void *hk_huge_realloc(void *p, size_t size)
         errno = ENOMEM;
     return q;
 }
+
+#ifdef HK_SECURE
+/* The size of the live huge block that p lies inside (not at its start),
+ * or 0: a walk of the registry, for a pointer free could not find. */
+size_t hk_huge_inside(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    size_t size = 0;
+    pthread_mutex_lock(&huge_lock);
+    for (size_t i = 0; i < table_cap; i++)
+        if (table[i].addr > TOMBSTONE && u > table[i].addr && u - table[i].addr < table[i].size)
+            size = table[i].size;
+    pthread_mutex_unlock(&huge_lock);
+    return size;
+}
+#endif
 
 /* The live huge blocks and the bytes of their mappings, read together
  * for the statistics (a walk of the registry: cold). */

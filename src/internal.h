@@ -581,6 +581,7 @@ bool hk_huge_free(void *p);                 /* false: not a huge block */
 size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
 void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
 uint64_t hk_huge_count(uint64_t *bytes);    /* live blocks (statistics) */
+size_t hk_huge_inside(const void *p);       /* hardened build: secure.c */
 
 /* ---- the cache of freed huge ranges (huge_cache.c) ----------------------- */
 
@@ -590,6 +591,7 @@ size_t hk_huge_cache_purge(bool all);
 void hk_huge_cache_shrink(void); /* to its bound, which may have shrunk */
 bool hk_huge_cache_pending(void);
 size_t hk_huge_cache_held(uint64_t *ranges); /* bytes cached (statistics) */
+size_t hk_huge_cache_freed(const void *p); /* hardened build: secure.c */
 void hk_huge_cache_lock(void);
 void hk_huge_cache_unlock(void);
 void hk_huge_cache_reset_lock(void);

@@ -197,20 +197,71 @@ void hk_secure_sized_free(const void *p, size_t size, size_t align, bool exact, 
         if (cls == pg->cls || (!exact && align <= 16 && size <= have && (size >= have / 2 || have <= 32)))
             return;
     } else {
+        /* A huge block: allocated with a huge size, or shrunk by realloc
+         * to half or more of it. */
         have = hk_huge_usable_size(p);
-        if (have == 0 || size <= have)
+        bool huge = align > 16 ? hk_aligned_class(size, align) == 0 : size > HK_LARGE_MAX;
+        if (have == 0 || (size <= have && (huge || (!exact && size >= have / 2))))
             return;
     }
     hk_secure_report("wrong size", call, p, have);
 }
 
-/* p failed validation.  If it lies in a block of a page in use, say how. */
+/* A huge block is freed into the cache: its tag, and zeros where
+ * hk_secure_fill_clean looks, so that a second free and a write after the
+ * free are seen while its range is cached.  The rest is cleared when the
+ * range serves again (hk_huge_alloc): a block of many MiB is cleared once,
+ * and not at all if its range goes back to the OS.  A cached range
+ * starts with such a block (a merged one with the lower block, a split
+ * one's rest gets a tag of its own). */
+void hk_secure_huge_freed(void *p, size_t size)
+{
+    memset((char *)p + 16, 0, 48);
+    memset((char *)p + size - 64, 0, 64);
+    bitmap_seal(p, size);
+}
+
+/* The cached range of `range` bytes at p is taken, under the cache's lock
+ * (no other thread takes the blocks it checks): its first block must be
+ * as it was freed. */
+void hk_secure_huge_taken(void *p, size_t range)
+{
+    const uintptr_t *w = p;
+    if (HK_UNLIKELY(w[0] > range || !is_free(p)))
+        hk_secure_written(p, range);
+    if (HK_UNLIKELY(!hk_secure_fill_clean(p, w[0])))
+        hk_secure_written(p, w[0]);
+}
+
+/* The name of a call on a freed block: a second free, or a use. */
+static const char *freed_what(const char *call)
+{
+    return strcmp(call, "realloc") == 0 || strcmp(call, "malloc_usable_size") == 0
+               ? "use after free" : "double free";
+}
+
+/* p failed validation and lies in no arena: a huge block's inside, or one
+ * freed into the cache. */
+static void huge_bad_pointer(const char *call, const void *p)
+{
+    size_t size = hk_huge_cache_freed(p);
+    if (size != 0)
+        hk_secure_report(freed_what(call), call, p, size);
+    size = hk_huge_inside(p);
+    if (size != 0)
+        hk_secure_report("pointer inside a block", call, p, size);
+}
+
+/* p failed validation.  If it lies in a block of a page in use, or of a
+ * huge block, say how. */
 void hk_secure_bad_pointer(const char *call, const void *ptr)
 {
     uintptr_t p = (uintptr_t)ptr;
     struct hk_arena *a = hk_arena_of(p);
-    if (a == NULL)
+    if (a == NULL) {
+        huge_bad_pointer(call, ptr);
         return;
+    }
     uintptr_t off = p & (HK_ARENA_SIZE - 1);
     unsigned kind = off < HK_MEDIUM_REGION_OFFSET ? HK_SMALL
                   : off < HK_LARGE_REGION_OFFSET ? HK_MEDIUM : HK_LARGE;

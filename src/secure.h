@@ -49,6 +49,8 @@ void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
 void hk_secure_drained(void *b);
 void *hk_secure_bitmap_taken(void *p);
 void hk_secure_page_init(struct hk_page *pg, unsigned cls);
+void hk_secure_huge_freed(void *p, size_t size);
+void hk_secure_huge_taken(void *p, size_t range);
 void hk_secure_fresh(void *block, size_t size);
 /* From hk_invalid_pointer: reports p (and aborts) if it lies in a block of a
  * page in use, an address inside it or the block itself freed already;

@@ -78,7 +78,10 @@ static const struct misuse misuses[] = {
 	{ DELETE_ONE, "delete[] (sized) of one object", "wrong size", "operator delete[]" },
 };
 
-static const size_t sizes[] = { 16, 64, 1024, 4096, 8000, 100000 };
+/* Small, medium, large and huge (a huge block's double free and the write
+ * after it are caught while its range is in the huge cache, which a 1 MiB
+ * range is by default). */
+static const size_t sizes[] = { 16, 64, 1024, 4096, 8000, 100000, 1 << 20 };
 
 struct job {
 	const struct misuse *m;
