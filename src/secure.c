@@ -53,9 +53,46 @@ static inline void clear_rest(void *b, size_t size)
     memset((char *)b + 16, 0, size - 16);
 }
 
-void hk_secure_fresh(void *block, size_t size)
+/* The carving thread's random numbers (splitmix64), seeded from the
+ * secrets and the thread's own address on its first carve. */
+static __thread uint64_t carve_state;
+
+static uint64_t carve_random(void)
 {
-    clear_rest(block, size);
+    if (carve_state == 0)
+        carve_state = hk_secure_keys.tag ^ (uintptr_t)&carve_state;
+    uint64_t z = (carve_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* A batch is about 4 KiB of blocks of 16 bytes or more (size_class.c). */
+#define CARVE_MAX 256
+
+/* n never-used blocks of `size` bytes from `first` become free blocks,
+ * linked in front of `list` in a random order (Fisher-Yates): the order
+ * in which a page hands out its blocks, and so which block follows which
+ * in memory, cannot be foretold.  Returns the new head. */
+void *hk_secure_carve(char *first, size_t size, unsigned n, void *list)
+{
+    uint16_t order[CARVE_MAX];
+    HK_ASSERT(n <= CARVE_MAX);
+    for (unsigned i = 0; i < n; i++)
+        order[i] = (uint16_t)i;
+    for (unsigned i = n; i > 1; i--) {
+        unsigned j = (unsigned)((carve_random() >> 32) * i >> 32);
+        uint16_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        char *b = first + (size_t)order[i] * size;
+        clear_rest(b, size);
+        hk_set_next(b, list);
+        list = b;
+    }
+    return list;
 }
 
 /* Whether the bitmap of pg (medium or large) says block p is free.  Read

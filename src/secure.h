@@ -51,7 +51,7 @@ void *hk_secure_bitmap_taken(void *p);
 void hk_secure_page_init(struct hk_page *pg, unsigned cls);
 void hk_secure_huge_freed(void *p, size_t size);
 void hk_secure_huge_taken(void *p, size_t range);
-void hk_secure_fresh(void *block, size_t size);
+void *hk_secure_carve(char *first, size_t size, unsigned n, void *list);
 /* From hk_invalid_pointer: reports p (and aborts) if it lies in a block of a
  * page in use, an address inside it or the block itself freed already;
  * returns if p is in no block. */
@@ -131,8 +131,6 @@ static inline void hk_secure_taken(void *block, void *next, size_t size)
 /* block, whose link said next, leaves a free list for the user. */
 #define HK_SECURE_TAKEN(block, next, cls) \
     hk_secure_taken((block), (next), hk_classes[cls].block_size)
-/* block, of `size` bytes, is carved: it becomes a free block. */
-#define HK_SECURE_FRESH(block, size) hk_secure_fresh((block), (size))
 /* A block of pg is named by realloc or malloc_usable_size: not free. */
 #define HK_SECURE_LIVE(pg, p, call) hk_secure_live((pg), (p), (call))
 /* A medium or large block p (or NULL) leaves its page for the user: its
@@ -154,7 +152,6 @@ static inline void hk_secure_taken(void *block, void *next, size_t size)
 #define HK_SECURE_INIT() ((void)0)
 #define HK_SECURE_FREEING(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
 #define HK_SECURE_TAKEN(block, next, cls) ((void)sizeof(block), (void)sizeof(next), (void)sizeof(cls))
-#define HK_SECURE_FRESH(block, size) ((void)sizeof(block), (void)sizeof(size))
 #define HK_SECURE_LIVE(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
 #define HK_SECURE_DRAINED(b) ((void)sizeof(b))
 #define HK_SECURE_BITMAP_TAKEN(p) (p)
