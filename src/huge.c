@@ -115,12 +115,15 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
             errno = ENOMEM;
             return NULL;
         }
-        /* The hardened build clears what the range's freed blocks held
-         * (hk_secure_huge_freed). */
-        if (HK_SECURE_ON)
-            memset((void *)addr, 0, have < len ? have : len);
-        else if (zero)
+#ifdef HK_SECURE
+        /* What the range's freed blocks held (hk_secure_huge_freed), zero
+         * or not. */
+        (void)zero;
+        hk_secure_clear((void *)addr, have < len ? have : len);
+#else
+        if (zero)
             memset((void *)addr, 0, size);
+#endif
         return (void *)addr;
     }
 

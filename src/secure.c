@@ -48,6 +48,24 @@ static inline void bitmap_seal(void *b, size_t size)
     ((uintptr_t *)b)[1] = hk_secure_seal(b, size);
 }
 
+/* Zero `size` bytes at b (a multiple of 64, b 16-aligned), writing only
+ * the cache lines that are not zero already: a medium, large or huge
+ * block, which its last free or the OS left zero and which a program
+ * seldom writes all of.  Reading a line that stays clean costs the memory
+ * half what writing it does (no write-back), and a block freed cold is
+ * read from far away either way (random-mixed 4..32 KiB: half the user
+ * time of a memset; with blocks up to 1 KiB, which stay in the cache, a
+ * memset is faster). */
+void hk_secure_clear(void *b, size_t size)
+{
+    hk_v2 *v = b, zero = { 0, 0 };
+    for (size_t i = 0; i < size / 16; i += 4) {
+        hk_v2 a = v[i] | v[i + 1] | v[i + 2] | v[i + 3];
+        if ((a[0] | a[1]) != 0)
+            v[i] = v[i + 1] = v[i + 2] = v[i + 3] = zero;
+    }
+}
+
 /* Zero bytes from 16 on: a freed block shows nothing of its old contents.
  * The first 16 get the link and tag (hk_set_next) right after. */
 static inline void clear_rest(void *b, size_t size)
@@ -113,7 +131,7 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
         hk_secure_report("double free", call, p, pg->block_size);
     if (pg->kind != HK_SMALL) {
-        memset(p, 0, pg->block_size);
+        hk_secure_clear(p, pg->block_size);
         bitmap_seal(p, pg->block_size);
         return;
     }

@@ -49,6 +49,7 @@ void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
 void hk_secure_drained(void *b);
 void *hk_secure_bitmap_taken(void *p);
 void hk_secure_page_init(struct hk_page *pg, unsigned cls);
+void hk_secure_clear(void *b, size_t size);
 void hk_secure_huge_freed(void *p, size_t size);
 void hk_secure_huge_taken(void *p, size_t range);
 void *hk_secure_carve(char *first, size_t size, unsigned n, void *list);
