@@ -125,11 +125,16 @@ static bool bit_free(const struct hk_page *pg, const void *p)
     return (word >> (i % 64)) & 1;
 }
 
-/* p was validated by hk_page_of: the start of a block of pg. */
+/* p was validated by hk_page_of: the start of a block of pg.  Another
+ * thread's block is cleared by its owner when it drains it
+ * (hk_secure_drained): the owner's core has its lines, and nobody gets
+ * the block before. */
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 {
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
         hk_secure_report("double free", call, p, pg->block_size);
+    if (pg->heap != hk_tls.heap)
+        return;
     if (pg->kind != HK_SMALL) {
         hk_secure_clear(p, pg->block_size);
         bitmap_seal(p, pg->block_size);
@@ -137,11 +142,9 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
     }
     /* A block never carved was never handed out (the owner's field: only
      * the owner reads it). */
-    if (pg->heap == hk_tls.heap) {
-        size_t index = (size_t)((char *)p - pg->blocks) / pg->block_size;
-        if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
-            hk_secure_report("free of a block never handed out", call, p, pg->block_size);
-    }
+    size_t index = (size_t)((char *)p - pg->blocks) / pg->block_size;
+    if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
+        hk_secure_report("free of a block never handed out", call, p, pg->block_size);
     clear_rest(p, pg->block_size);
 }
 
@@ -184,13 +187,18 @@ void hk_secure_written(void *block, size_t size)
     hk_secure_report("write to a freed block", "malloc", block, size);
 }
 
-/* A medium or large block trades the link it had on the way for the tag
- * of a free one.  (A small one gets a new link.) */
+/* A block another thread freed reaches its owner: cleared, after the link
+ * and tag it had on the way (a small one gets a new link; a medium or
+ * large one the tag of a free one). */
 void hk_secure_drained(void *b)
 {
     const struct hk_page *pg = hk_page_of_block(b);
-    if (pg->kind != HK_SMALL)
+    if (pg->kind == HK_SMALL) {
+        clear_rest(b, pg->block_size);
+    } else {
+        hk_secure_clear(b, pg->block_size);
         bitmap_seal(b, pg->block_size);
+    }
 }
 
 /* pg, a medium or large page, is set up for class cls.  The memory of a
