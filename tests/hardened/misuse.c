@@ -3,8 +3,9 @@
  * process: double frees (at once, after another free, through a stale
  * pointer to a reused block, by free_sized, from another thread), frees and
  * reallocs of an address inside a block or misaligned, writes to a freed
- * block, a read of a reused block's old contents, sized deletes whose
- * size is not the block's (delete of an array, delete[] of one object), and
+ * block (its first words, its last byte, its middle found by calloc), a
+ * read of a reused block's old contents, sized deletes whose size is not
+ * the block's (delete of an array, delete[] of one object), and
  * a heap whose next block can be foretold (small blocks handed out in the
  * order they lie in memory).
  *
@@ -48,6 +49,7 @@ enum kind {
 	WRITE_AFTER_FREE_LINK, /* free(p); p's first word written; mallocs */
 	WRITE_AFTER_FREE_WORD, /* the same, second word */
 	WRITE_AFTER_FREE_LAST, /* the same, last byte of the block */
+	WRITE_AFTER_FREE_MIDDLE, /* the same, middle byte; callocs */
 	STALE_READ,          /* p filled, freed, handed out again: still filled? */
 	DELETE_ARRAY,        /* new char[n], freed by delete with sizeof (char) */
 	DELETE_ONE,          /* a new object of n bytes, freed by delete[] with 4 n */
@@ -76,6 +78,10 @@ static const struct misuse misuses[] = {
 	{ WRITE_AFTER_FREE_LINK, "write to a freed block's first word", "write to a freed block", "malloc" },
 	{ WRITE_AFTER_FREE_WORD, "write to a freed block's second word", "write to a freed block", "malloc" },
 	{ WRITE_AFTER_FREE_LAST, "write to a freed block's last byte", "write to a freed block", "malloc" },
+	/* calloc reads every byte; malloc (which calloc calls first) all of a
+	 * block up to 128 bytes, and names itself there (run_case). */
+	{ WRITE_AFTER_FREE_MIDDLE, "write to a freed block's middle byte, found by calloc",
+	  "write to a freed block", "calloc" },
 	{ STALE_READ, "a reused block shows the old block's bytes", NULL, NULL },
 	{ DELETE_ARRAY, "delete (sized) of an array", "wrong size", "operator delete" },
 	{ DELETE_ONE, "delete[] (sized) of one object", "wrong size", "operator delete[]" },
@@ -193,6 +199,12 @@ static void misuse(void *arg)
 		malloc_until(j->size, p);
 		break;
 	}
+	case WRITE_AFTER_FREE_MIDDLE:
+		free(p);
+		p[j->block / 2] ^= 0x5a;
+		for (int i = 0; i < 20000 && calloc(1, j->size) != p; i++)
+			;
+		break;
 	case DELETE_ARRAY:
 		call_delete("_ZdlPvm", p, 1);
 		break;
@@ -238,8 +250,9 @@ static void run_case(const struct misuse *m, size_t size, bool hardened)
 		j.addr = j.p;
 
 	char want[200] = "";
+	const char *call = m->kind == WRITE_AFTER_FREE_MIDDLE && j.block <= 128 ? "malloc" : m->call;
 	if (m->what != NULL)
-		snprintf(want, sizeof want, "hakmem: %s: %s(0x%" PRIxPTR ") %zu\n", m->what, m->call,
+		snprintf(want, sizeof want, "hakmem: %s: %s(0x%" PRIxPTR ") %zu\n", m->what, call,
 			 (uintptr_t)j.addr, j.block);
 
 	struct child_result r;
@@ -285,7 +298,11 @@ int main(void)
 			    /* Medium, large and huge blocks are handed out lowest
 			     * first, in both builds (bitmap_page.c: the high pages
 			     * drain and give their memory back). */
-			    !(misuses[m].kind == LAYOUT && sizes[s] > 4096))
+			    !(misuses[m].kind == LAYOUT && sizes[s] > 4096) &&
+			    /* A freed huge block is checked in its first and last
+			     * 64 bytes only (its range is cleared when it serves
+			     * again, not read). */
+			    !(misuses[m].kind == WRITE_AFTER_FREE_MIDDLE && sizes[s] > (512 << 10)))
 				run_case(&misuses[m], sizes[s], hardened);
 	/* A class nothing else here uses: p is alone in its page, which its
 	 * free retires. */
