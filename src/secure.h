@@ -3,9 +3,12 @@
  *
  * The code that moves small blocks through free lists reads and writes a
  * block's link with hk_next and hk_set_next, and calls the HK_SECURE_*
- * hooks where a block is carved, freed or handed out.  In the default build
- * the links are plain pointers and the hooks compile to nothing, so its
- * code is what it was.  In the hardened build a free small block holds:
+ * hooks where a block is freed, handed out or drained and where a page is
+ * set up; a few `#ifdef HK_SECURE` blocks do the rest (free's check of the
+ * thread's own blocks, carving, the sized frees, huge blocks, calloc).  In
+ * the default build the links are plain pointers and the hooks compile to
+ * nothing, so its code is what it was.  In the hardened build a free small
+ * block holds:
  *
  *   word 0: its link, XORed with a per-process secret and its own address;
  *   word 1: a "free" tag: word 0 rotated, XORed with another secret and
@@ -14,7 +17,8 @@
  *
  * A free finds the tag already there (double free); handing a block out
  * finds the tag gone, the link not in the block's page or a byte not zero
- * (a write to a freed block).  Each report is one line, then abort.
+ * where hk_secure_fill_clean looks (a write to a freed block).  Each report
+ * is one line, then abort.
  *
  * A medium or large block (a bit in its page's bitmap says whether it is
  * free) is cleared when freed but for its size and a tag in words 0-1, or
@@ -22,7 +26,8 @@
  * that finds its bit set or the tag there is a double free.  A free block
  * of a page in use holds that tag or nothing but zeros (its memory was
  * fresh or given back), so handing it out checks both words and the
- * zeros after them.
+ * zeros after them.  A freed huge block holds its size, a tag and zeros in
+ * its first and last 64 bytes while its range is cached.
  */
 #ifndef HAKMEM_SECURE_H
 #define HAKMEM_SECURE_H
@@ -127,7 +132,8 @@ static inline void hk_secure_taken(void *block, void *next, size_t size)
 }
 
 #define HK_SECURE_INIT() hk_secure_init()
-/* A block of pg is being freed (by any thread): not free already. */
+/* A block of pg is being freed (by any thread): not free already; the
+ * owner clears it. */
 #define HK_SECURE_FREEING(pg, p, call) hk_secure_freeing((pg), (p), (call))
 /* block, whose link said next, leaves a free list for the user. */
 #define HK_SECURE_TAKEN(block, next, cls) \
