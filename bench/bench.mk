@@ -62,10 +62,13 @@ $(BENCH_NOOP): bench/noop_malloc.c bench/bench.mk
 bench-deps:
 	@sh scripts/install-bench-deps.sh
 
-# hakmem may not build yet: the suite then runs the peers and says so.
+# hakmem may not build yet: the suite then runs the peers and says so.  The
+# hardened build (hakmem-secure) is one more allocator of the suite.
 bench-lib:
 	@$(MAKE) --no-print-directory lib || \
 		echo "bench: 'make lib' failed; hakmem will be reported as failed"
+	@$(MAKE) --no-print-directory secure || \
+		echo "bench: 'make secure' failed; hakmem-secure will not be run"
 
 bench: bench-deps bench-build bench-lib
 	@$(BENCH_PY) run $(BENCH_SIZE) $(BENCH_WL) $(BENCH_AL) $(BENCH_EXTRA) $(BENCH_ARGS)

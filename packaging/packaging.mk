@@ -1,6 +1,6 @@
 # Installation.  `make install` (PREFIX=/usr/local, DESTDIR for staging)
-# installs the libraries, the header, the launcher, a pkg-config file, a
-# CMake package and the man pages; `make uninstall` removes them; `make
+# installs the libraries, the header, the launcher, pkg-config files (hakmem,
+# hakmem-secure), a CMake package and the man pages; `make uninstall` removes them; `make
 # test-install` installs into a temporary prefix and builds, links and runs
 # programs against it.  `make deb` builds the Debian packages (debian/).
 #
@@ -38,6 +38,7 @@ PKG_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(PKG_VERSION)|g' \
 	-e 's|@VERSION_MAJOR@|$(PKG_MAJOR)|g' -e 's|@VERSION_MINOR@|$(PKG_MINOR)|g' \
 	-e "s|@SIZEOF_VOID_P@|$$(echo __SIZEOF_POINTER__ | $(CC) -E -P -)|g" \
 	-e 's|@HAKMEM_VERSION@|$(PKG_VERSION)|g' -e 's|@SONAME@|$(SONAME)|g' \
+	-e 's|@SECURE_SONAME@|$(SECURE_SONAME)|g' \
 	-e 's|@LIBDIR_FROM_BINDIR@|$(PKG_LIBDIR_FROM_BINDIR)|g' \
 	-e 's|@PC_LIBDIR@|$(PKG_PC_LIBDIR)|g' -e 's|@CMAKE_PREFIX@|$(PKG_CMAKE_PREFIX)|g'
 
@@ -45,7 +46,7 @@ PKG_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(PKG_VERSION)|g' \
 # links are found by pattern).
 PKG_FILES = $(PKG_ROOT)/bin/hakmem $(PKG_ROOT)/include/hakmem.h \
 	$(PKG_LIB)/libhakmem.a $(PKG_LIB)/libhakmem-api.a $(PKG_LIB)/libhakmem-secure.a \
-	$(PKG_LIB)/pkgconfig/hakmem.pc \
+	$(PKG_LIB)/pkgconfig/hakmem.pc $(PKG_LIB)/pkgconfig/hakmem-secure.pc \
 	$(PKG_LIB)/$(PKG_CMAKEDIR)/hakmemConfig.cmake \
 	$(PKG_LIB)/$(PKG_CMAKEDIR)/hakmemConfigVersion.cmake \
 	$(PKG_MAN)/man1/hakmem.1 $(PKG_MAN)/man3/hakmem.3
@@ -57,6 +58,7 @@ install: lib secure
 	@mkdir -p $(PKG_OUT)
 	@$(PKG_SUBST) bin/hakmem >$(PKG_OUT)/hakmem
 	@$(PKG_SUBST) packaging/hakmem.pc.in >$(PKG_OUT)/hakmem.pc
+	@$(PKG_SUBST) packaging/hakmem-secure.pc.in >$(PKG_OUT)/hakmem-secure.pc
 	@$(PKG_SUBST) packaging/hakmemConfig.cmake.in >$(PKG_OUT)/hakmemConfig.cmake
 	@$(PKG_SUBST) packaging/hakmemConfigVersion.cmake.in >$(PKG_OUT)/hakmemConfigVersion.cmake
 	@$(PKG_SUBST) docs/man/hakmem.1 >$(PKG_OUT)/hakmem.1
@@ -66,7 +68,7 @@ install: lib secure
 	$(INSTALL) -m 755 $(PKG_OUT)/hakmem $(PKG_ROOT)/bin/
 	$(INSTALL) -m 644 include/hakmem.h $(PKG_ROOT)/include/
 	$(INSTALL) -m 644 $(A) $(API_A) $(SECURE_A) $(PKG_LIB)/
-	$(INSTALL) -m 644 $(PKG_OUT)/hakmem.pc $(PKG_LIB)/pkgconfig/
+	$(INSTALL) -m 644 $(PKG_OUT)/hakmem.pc $(PKG_OUT)/hakmem-secure.pc $(PKG_LIB)/pkgconfig/
 	$(INSTALL) -m 644 $(PKG_OUT)/hakmemConfig.cmake $(PKG_OUT)/hakmemConfigVersion.cmake \
 		$(PKG_LIB)/$(PKG_CMAKEDIR)/
 	$(INSTALL) -m 644 $(PKG_OUT)/hakmem.1 $(PKG_MAN)/man1/

@@ -53,7 +53,8 @@ contents() { # package, then the paths it must hold
 }
 contents libhakmem0 "$lib/libhakmem.so.$version" "$lib/libhakmem.so.0"
 contents libhakmem-dev usr/include/hakmem.h "$lib/libhakmem.so" "$lib/libhakmem.a" \
-    "$lib/libhakmem-api.a" "$lib/pkgconfig/hakmem.pc" "$lib/cmake/hakmem/hakmemConfig.cmake" \
+    "$lib/libhakmem-api.a" "$lib/pkgconfig/hakmem.pc" "$lib/pkgconfig/hakmem-secure.pc" \
+    "$lib/libhakmem-secure.so" "$lib/libhakmem-secure.a" "$lib/cmake/hakmem/hakmemConfig.cmake" \
     "$lib/cmake/hakmem/hakmemConfigVersion.cmake" usr/share/man/man3/hakmem.3.gz
 contents hakmem usr/bin/hakmem usr/share/man/man1/hakmem.1.gz
 ok "each package holds its files, the library in /$lib"

@@ -22,6 +22,7 @@ prefix=$work/prefix
 run "make install" 0 "$make" -s install DESTDIR= PREFIX="$prefix"
 for f in bin/hakmem include/hakmem.h lib/libhakmem.so lib/libhakmem.so.0 \
     lib/libhakmem.so."$version" lib/libhakmem.a lib/libhakmem-api.a lib/pkgconfig/hakmem.pc \
+    lib/pkgconfig/hakmem-secure.pc \
     lib/libhakmem-secure.so lib/libhakmem-secure.so.0 lib/libhakmem-secure.so."$version" \
     lib/libhakmem-secure.a \
     lib/cmake/hakmem/hakmemConfig.cmake lib/cmake/hakmem/hakmemConfigVersion.cmake \

@@ -54,6 +54,16 @@ check_pkgconfig() {
     has "$out" "malloc from $2/libhakmem.so" ||
         fail "$1: pkg-config program: malloc not from $2/libhakmem.so*"
     ok "$1: pkg-config --cflags --libs hakmem: program builds, runs on hakmem"
+    run "$1: pkg-config hakmem-secure" 0 pkg-config --modversion hakmem-secure
+    has "$out" "$version" || fail "$1: pkg-config --modversion hakmem-secure: not $version"
+    # shellcheck disable=SC2046
+    run "$1: cc with pkg-config hakmem-secure" 0 cc packaging/test/consumer.c \
+        $(pkg-config --cflags --libs hakmem-secure) -ldl -o "$work/consumer-secure-$1"
+    run "$1: pkg-config hakmem-secure program" 0 env LD_LIBRARY_PATH="$2" \
+        "$work/consumer-secure-$1"
+    has "$out" "malloc from $2/libhakmem-secure.so" ||
+        fail "$1: pkg-config hakmem-secure program: malloc not from $2/libhakmem-secure.so*"
+    ok "$1: pkg-config --cflags --libs hakmem-secure: program builds, runs on the hardened build"
 }
 
 # check_cmake TAG LIBDIR CMAKE-ARGUMENT...: packaging/test/ configured with
@@ -72,6 +82,13 @@ check_cmake() {
     has "$out" "malloc from $work/cmake-$c_tag/consumer-static" ||
         fail "$c_tag: CMake program, hakmem::static: malloc not linked in"
     ok "$c_tag: find_package(hakmem): hakmem::hakmem and hakmem::static programs run on hakmem"
+    run "$c_tag: CMake program, hakmem::secure" 0 "$work/cmake-$c_tag/consumer-secure"
+    has "$out" "malloc from $c_libdir/libhakmem-secure.so" ||
+        fail "$c_tag: CMake program, hakmem::secure: malloc not from $c_libdir/libhakmem-secure.so*"
+    run "$c_tag: CMake program, hakmem::secure_static" 0 "$work/cmake-$c_tag/consumer-secure-static"
+    has "$out" "malloc from $work/cmake-$c_tag/consumer-secure-static" ||
+        fail "$c_tag: CMake program, hakmem::secure_static: malloc not linked in"
+    ok "$c_tag: hakmem::secure and hakmem::secure_static programs run on the hardened build"
 }
 
 # check_launcher TAG HAKMEM LIB: the launcher HAKMEM preloads LIB into a

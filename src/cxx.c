@@ -72,6 +72,30 @@ NEW_OPERATOR(_ZnwmSt11align_val_tRKSt9nothrow_t, (size_t size, size_t align, not
 NEW_OPERATOR(_ZnamSt11align_val_tRKSt9nothrow_t, (size_t size, size_t align, nothrow_ref t),
              (void)t; return new_aligned(size, align, true);)
 
-/* Every operator delete is an alias of free, in free.c. */
+/* Every operator delete is an alias of free, in free.c, but the sized ones
+ * of the hardened build: the size is checked first, so that a delete of
+ * an array or a delete[] of one object (new[] of a type without a
+ * destructor keeps no count before the array, so the pointer is the
+ * block's) is reported, not freed. */
+#ifdef HK_SECURE
+static inline void delete_sized(void *p, size_t size, size_t align, const char *call)
+{
+    if ((align & (align - 1)) != 0)
+        align = (size_t)1 << (64 - __builtin_clzl(align)); /* as new_aligned */
+    hk_secure_sized_free(p, size, align, true, call);
+    hak_free(p);
+}
+
+#define DELETE_OPERATOR(name, params, body) \
+    HK_API void name params;                \
+    HK_API void name params { body }
+
+DELETE_OPERATOR(_ZdlPvm, (void *p, size_t size), delete_sized(p, size, 0, "operator delete");)
+DELETE_OPERATOR(_ZdaPvm, (void *p, size_t size), delete_sized(p, size, 0, "operator delete[]");)
+DELETE_OPERATOR(_ZdlPvmSt11align_val_t, (void *p, size_t size, size_t align),
+                delete_sized(p, size, align, "operator delete");)
+DELETE_OPERATOR(_ZdaPvmSt11align_val_t, (void *p, size_t size, size_t align),
+                delete_sized(p, size, align, "operator delete[]");)
+#endif
 
 #endif

@@ -28,6 +28,10 @@ static inline void free_block(void *p, const char *call)
             hk_page_event(p);
         return;
     }
+#ifdef HK_SECURE
+    if (HK_LIKELY(hk_own_small(p) && hk_secure_free_own(p, call)))
+        return;
+#endif
     hk_free_slow(p, call);
 }
 
@@ -40,17 +44,22 @@ HK_ALIAS(cfree, hak_free)
 
 /* C++ operator delete in every form: the size and alignment arguments carry
  * nothing hakmem needs, and the x86-64 and AArch64 calling conventions let a
- * function ignore trailing arguments, so each is free itself. */
+ * function ignore trailing arguments, so each is free itself.  (The
+ * hardened build checks the size of the sized ones: cxx.c.) */
 HK_ALIAS(_ZdlPv, hak_free)
 HK_ALIAS(_ZdaPv, hak_free)
+#ifndef HK_SECURE
 HK_ALIAS(_ZdlPvm, hak_free)
 HK_ALIAS(_ZdaPvm, hak_free)
+#endif
 HK_ALIAS(_ZdlPvRKSt9nothrow_t, hak_free)
 HK_ALIAS(_ZdaPvRKSt9nothrow_t, hak_free)
 HK_ALIAS(_ZdlPvSt11align_val_t, hak_free)
 HK_ALIAS(_ZdaPvSt11align_val_t, hak_free)
+#ifndef HK_SECURE
 HK_ALIAS(_ZdlPvmSt11align_val_t, hak_free)
 HK_ALIAS(_ZdaPvmSt11align_val_t, hak_free)
+#endif
 HK_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, hak_free)
 HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
 
@@ -94,6 +103,9 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
 /* The sized and aligned forms carry information hakmem does not need. */
 HK_API void hak_free_sized(void *p, size_t size)
 {
+#ifdef HK_SECURE
+    hk_secure_sized_free(p, size, 0, false, "free_sized");
+#endif
     (void)size;
     free_block(p, "free_sized");
 }
@@ -101,6 +113,9 @@ HK_ALIAS(free_sized, hak_free_sized)
 
 HK_API void hak_free_aligned_sized(void *p, size_t alignment, size_t size)
 {
+#ifdef HK_SECURE
+    hk_secure_sized_free(p, size, alignment, false, "free_aligned_sized");
+#endif
     (void)alignment;
     (void)size;
     free_block(p, "free_aligned_sized");

@@ -122,8 +122,15 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
             errno = ENOMEM;
             return NULL;
         }
+#ifdef HK_SECURE
+        /* What the range's freed blocks held (hk_secure_huge_freed), zero
+         * or not. */
+        (void)zero;
+        hk_secure_clear((void *)addr, have < len ? have : len);
+#else
         if (zero)
             memset((void *)addr, 0, size);
+#endif
         return (void *)addr;
     }
 
@@ -191,6 +198,9 @@ bool hk_huge_free(void *p)
         return false;
     if (e.site != 0)
         hk_heap_sample_freed(e.site, e.sampled);
+#ifdef HK_SECURE
+    hk_secure_huge_freed(p, e.size);
+#endif
     hk_huge_cache_put(addr, e.size);
     hk_purge_schedule(NULL, 0, false);
     return true;
@@ -238,6 +248,22 @@ void *hk_huge_realloc(void *p, size_t size)
         errno = ENOMEM;
     return q;
 }
+
+#ifdef HK_SECURE
+/* The size of the live huge block that p lies inside (not at its start),
+ * or 0: a walk of the registry, for a pointer free could not find. */
+size_t hk_huge_inside(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    size_t size = 0;
+    pthread_mutex_lock(&huge_lock);
+    for (size_t i = 0; i < table_cap; i++)
+        if (table[i].addr > TOMBSTONE && u > table[i].addr && u - table[i].addr < table[i].size)
+            size = table[i].size;
+    pthread_mutex_unlock(&huge_lock);
+    return size;
+}
+#endif
 
 /* The live huge blocks and the bytes of their mappings, read together
  * for the statistics (a walk of the registry: cold). */

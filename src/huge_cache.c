@@ -116,12 +116,19 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have)
         if (largest == NULL || c->size > largest->size)
             largest = c;
     }
+#ifdef HK_SECURE
+    if (best != NULL || (largest != NULL && align <= HK_OS_PAGE))
+        hk_secure_huge_taken((void *)(best ? best : largest)->addr, (best ? best : largest)->size);
+#endif
     if (best != NULL) {
         addr = best->addr;
         if (best->size - *len >= MIN_SPLIT) {
             best->addr += *len;
             best->size -= *len;
             cache_bytes -= *len;
+#ifdef HK_SECURE
+            hk_secure_huge_freed((void *)best->addr, best->size);
+#endif
         } else {
             *len = best->size;
             cache_bytes -= best->size;
@@ -193,6 +200,28 @@ void hk_huge_cache_put(uintptr_t addr, size_t len)
     pthread_mutex_unlock(&cache_lock);
     unmap_victims(&v);
 }
+
+#ifdef HK_SECURE
+/* The size of the huge block freed at p if p starts one in a cached range
+ * (its tag, hk_secure_huge_freed, is still there), else 0.  The lock
+ * keeps the range mapped while it is read. */
+size_t hk_huge_cache_freed(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    size_t size = 0;
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < SLOTS; i++) {
+        const struct range *c = &cache[i];
+        if (c->addr != 0 && u >= c->addr && u - c->addr < c->size && (u & (HK_OS_PAGE - 1)) == 0) {
+            const uintptr_t *w = p;
+            if (w[0] <= c->addr + c->size - u && w[1] == hk_secure_seal(p, w[0]))
+                size = w[0];
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return size;
+}
+#endif
 
 size_t hk_huge_cache_purge(bool all)
 {

@@ -153,9 +153,6 @@ struct hk_page {
 _Static_assert(sizeof(struct hk_page) == HK_PAGE_HEADER_SIZE, "page header is two cache lines");
 _Static_assert(offsetof(struct hk_page, used) == 64, "owner fields on their own line");
 
-/* Free-list links and the hardened build's hooks (plain in the default). */
-#include "secure.h"
-
 static inline uintptr_t hk_region_offset(unsigned kind)
 {
     return kind == HK_SMALL ? 0 : kind == HK_MEDIUM ? HK_MEDIUM_REGION_OFFSET : HK_LARGE_REGION_OFFSET;
@@ -364,6 +361,9 @@ static inline bool hk_own_arena(const void *p)
 {
     return (hk_rotate4((uintptr_t)p) >> (HK_ARENA_SHIFT - 4)) == (hk_tls.small_key >> 1);
 }
+
+/* Free-list links and the hardened build's hooks (plain in the default). */
+#include "secure.h"
 
 struct hk_heap *hk_heap_attach(void);      /* gives the thread a heap */
 void hk_heap_flush_tls(struct hk_heap *h); /* TLS lists back to their pages */
@@ -592,6 +592,7 @@ bool hk_huge_free(void *p);                 /* false: not a huge block */
 size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
 void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
 uint64_t hk_huge_count(uint64_t *bytes);    /* live blocks (statistics) */
+size_t hk_huge_inside(const void *p);       /* hardened build: secure.c */
 
 /* ---- the cache of freed huge ranges (huge_cache.c) ----------------------- */
 
@@ -601,6 +602,7 @@ size_t hk_huge_cache_purge(bool all);
 void hk_huge_cache_shrink(void); /* to its bound, which may have shrunk */
 bool hk_huge_cache_pending(void);
 size_t hk_huge_cache_held(uint64_t *ranges); /* bytes cached (statistics) */
+size_t hk_huge_cache_freed(const void *p); /* hardened build: secure.c */
 void hk_huge_cache_lock(void);
 void hk_huge_cache_unlock(void);
 void hk_huge_cache_reset_lock(void);

@@ -30,6 +30,7 @@
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
 {
     const struct hk_class *k = &hk_classes[cls];
+    HK_SECURE_PAGE_INIT(pg, cls);
     pg->local_free = NULL;
     pg->used = 0;
     pg->block_size = k->block_size;
@@ -47,22 +48,25 @@ void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
         hk_bitmap_init(pg);
 }
 
-/* Link the next batch of never-used blocks in front of `list`. */
+/* Link the next batch of never-used blocks in front of `list` (the
+ * hardened build: cleared, in a random order). */
 static void *page_carve(struct hk_page *pg, void *list)
 {
     const struct hk_class *k = &hk_classes[pg->cls];
     unsigned n = pg->unbumped < k->batch ? pg->unbumped : k->batch;
     size_t size = pg->block_size;
     char *first = hk_page_blocks(pg) + (size_t)(pg->capacity - pg->unbumped) * size;
+#ifdef HK_SECURE
+    pg->unbumped = (uint16_t)(pg->unbumped - n);
+    return hk_secure_carve(first, size, n, list);
+#else
     char *b = first;
-    for (unsigned i = 1; i < n; i++, b += size) {
-        HK_SECURE_FRESH(b, size);
+    for (unsigned i = 1; i < n; i++, b += size)
         hk_set_next(b, b + size);
-    }
-    HK_SECURE_FRESH(b, size);
     hk_set_next(b, list);
     pg->unbumped = (uint16_t)(pg->unbumped - n);
     return first;
+#endif
 }
 
 /* All the free blocks the page can give now, as a list, or NULL.  A refill

@@ -12,7 +12,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-struct hk_secure_keys hk_secure_keys;
+/* Read by every malloc and free of every thread: a cache line of its own,
+ * which no thread's write takes away (the purger's lock was beside it). */
+struct hk_secure_keys hk_secure_keys __attribute__((aligned(HK_CACHE_LINE)));
 
 /* Runs in hk_init, before any block exists: no link or tag was written
  * with other secrets.  A fork keeps them, with the blocks. */
@@ -46,6 +48,24 @@ static inline void bitmap_seal(void *b, size_t size)
     ((uintptr_t *)b)[1] = hk_secure_seal(b, size);
 }
 
+/* Zero `size` bytes at b (a multiple of 64, b 16-aligned), writing only
+ * the cache lines that are not zero already: a medium, large or huge
+ * block, which its last free or the OS left zero and which a program
+ * seldom writes all of.  Reading a line that stays clean costs the memory
+ * half what writing it does (no write-back), and a block freed cold is
+ * read from far away either way (random-mixed 4..32 KiB: half the user
+ * time of a memset; with blocks up to 1 KiB, which stay in the cache, a
+ * memset is faster). */
+void hk_secure_clear(void *b, size_t size)
+{
+    hk_v2 *v = b, zero = { 0, 0 };
+    for (size_t i = 0; i < size / 16; i += 4) {
+        hk_v2 a = v[i] | v[i + 1] | v[i + 2] | v[i + 3];
+        if ((a[0] | a[1]) != 0)
+            v[i] = v[i + 1] = v[i + 2] = v[i + 3] = zero;
+    }
+}
+
 /* Zero bytes from 16 on: a freed block shows nothing of its old contents.
  * The first 16 get the link and tag (hk_set_next) right after. */
 static inline void clear_rest(void *b, size_t size)
@@ -53,9 +73,46 @@ static inline void clear_rest(void *b, size_t size)
     memset((char *)b + 16, 0, size - 16);
 }
 
-void hk_secure_fresh(void *block, size_t size)
+/* The carving thread's random numbers (splitmix64), seeded from the
+ * secrets and the thread's own address on its first carve. */
+static __thread uint64_t carve_state;
+
+static uint64_t carve_random(void)
 {
-    clear_rest(block, size);
+    if (carve_state == 0)
+        carve_state = hk_secure_keys.tag ^ (uintptr_t)&carve_state;
+    uint64_t z = (carve_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* A batch is about 4 KiB of blocks of 16 bytes or more (size_class.c). */
+#define CARVE_MAX 256
+
+/* n never-used blocks of `size` bytes from `first` become free blocks,
+ * linked in front of `list` in a random order (Fisher-Yates): the order
+ * in which a page hands out its blocks, and so which block follows which
+ * in memory, cannot be foretold.  Returns the new head. */
+void *hk_secure_carve(char *first, size_t size, unsigned n, void *list)
+{
+    uint16_t order[CARVE_MAX];
+    HK_ASSERT(n <= CARVE_MAX);
+    for (unsigned i = 0; i < n; i++)
+        order[i] = (uint16_t)i;
+    for (unsigned i = n; i > 1; i--) {
+        unsigned j = (unsigned)((carve_random() >> 32) * i >> 32);
+        uint16_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        char *b = first + (size_t)order[i] * size;
+        clear_rest(b, size);
+        hk_set_next(b, list);
+        list = b;
+    }
+    return list;
 }
 
 /* Whether the bitmap of pg (medium or large) says block p is free.  Read
@@ -68,24 +125,54 @@ static bool bit_free(const struct hk_page *pg, const void *p)
     return (word >> (i % 64)) & 1;
 }
 
-/* p was validated by hk_page_of: the start of a block of pg. */
+/* p was validated by hk_page_of: the start of a block of pg.  Another
+ * thread's block is cleared by its owner when it drains it
+ * (hk_secure_drained): the owner's core has its lines, and nobody gets
+ * the block before. */
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 {
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
         hk_secure_report("double free", call, p, pg->block_size);
+    if (pg->heap != hk_tls.heap)
+        return;
     if (pg->kind != HK_SMALL) {
-        memset(p, 0, pg->block_size);
+        hk_secure_clear(p, pg->block_size);
         bitmap_seal(p, pg->block_size);
         return;
     }
     /* A block never carved was never handed out (the owner's field: only
      * the owner reads it). */
-    if (pg->heap == hk_tls.heap) {
-        size_t index = (size_t)((char *)p - pg->blocks) / pg->block_size;
-        if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
-            hk_secure_report("free of a block never handed out", call, p, pg->block_size);
-    }
+    size_t index = (size_t)((char *)p - pg->blocks) / pg->block_size;
+    if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
+        hk_secure_report("free of a block never handed out", call, p, pg->block_size);
     clear_rest(p, pg->block_size);
+}
+
+/* A free of p, 16-byte aligned in the calling thread's own small region
+ * (hk_own_small): when p is the start of a block carved from a page in use,
+ * the block is checked, cleared and freed here, validated as hk_page_of
+ * would validate it, less the arena table (the arena is the heap's first).
+ * false: p is no such block, and free_other says what it is. */
+bool hk_secure_free_own(void *p, const char *call)
+{
+    uintptr_t u = (uintptr_t)p;
+    const struct hk_region *r = &((const struct hk_arena *)(u & ~(HK_ARENA_SIZE - 1)))->region[HK_SMALL];
+    uint32_t index = (uint32_t)((u & (HK_ARENA_SIZE - 1)) >> HK_SMALL_PAGE_SHIFT);
+    if (index - r->first >= atomic_load_explicit(&r->hwm, memory_order_relaxed) - r->first)
+        return false;
+    struct hk_page *pg = (struct hk_page *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
+    uint32_t size = pg->block_size;
+    /* Below the first block the offset wraps, and no multiple of the size
+     * is that large. */
+    uint64_t offset = u - (uintptr_t)pg->blocks;
+    uint64_t i = (offset * pg->div_magic) >> 32;
+    if (size == 0 || i * size != offset || i >= (uint64_t)(pg->capacity - pg->unbumped))
+        return false;
+    if (HK_UNLIKELY(is_free(p)))
+        hk_secure_report("double free", call, p, size);
+    clear_rest(p, size);
+    hk_page_free_local(pg, p, call);
+    return true;
 }
 
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
@@ -94,80 +181,152 @@ void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
         hk_secure_report("use after free", call, p, pg->block_size);
 }
 
-/* n bytes at p (16-byte aligned, n a multiple of 16) are all zero: 64
- * bytes a step, in vector registers, where most of the hardened build's
- * time would otherwise go. */
-typedef uint64_t hk_v2 __attribute__((vector_size(16)));
-static inline bool all_zero(const char *p, size_t n)
+/* A block leaving a free list is not as it was freed or carved. */
+void hk_secure_written(void *block, size_t size)
 {
-    const hk_v2 *v = (const hk_v2 *)p;
-    hk_v2 a = { 0, 0 }, b = { 0, 0 };
-    size_t i = 0, words = n / 16;
-    for (; i + 4 <= words; i += 4) {
-        a |= v[i] | v[i + 1];
-        b |= v[i + 2] | v[i + 3];
-    }
-    for (; i < words; i++)
-        a |= v[i];
-    a |= b;
-    return (a[0] | a[1]) == 0;
+    hk_secure_report("write to a freed block", "malloc", block, size);
 }
 
-/* A medium or large block trades the link it had on the way for the tag
- * of a free one.  (A small one gets a new link.) */
+/* A block another thread freed reaches its owner: cleared, after the link
+ * and tag it had on the way (a small one gets a new link; a medium or
+ * large one the tag of a free one). */
 void hk_secure_drained(void *b)
 {
     const struct hk_page *pg = hk_page_of_block(b);
-    if (pg->kind != HK_SMALL)
+    if (pg->kind == HK_SMALL) {
+        clear_rest(b, pg->block_size);
+    } else {
+        hk_secure_clear(b, pg->block_size);
         bitmap_seal(b, pg->block_size);
+    }
+}
+
+/* pg, a medium or large page, is set up for class cls.  The memory of a
+ * page that held another class's blocks (from the dirty list, not purged)
+ * is zeros but for that class's tags, where its blocks began: they go, so
+ * that every free block of a page in use is either sealed or all zeros. */
+void hk_secure_page_init(struct hk_page *pg, unsigned cls)
+{
+    unsigned old = pg->cls;
+    if (hk_classes[cls].kind == HK_SMALL || old == 0 || old == cls)
+        return;
+    const struct hk_class *k = &hk_classes[old];
+    char *base = hk_page_base(pg);
+    size_t end = k->capacity;
+    if (hk_arena_of((uintptr_t)base)->compact && pg->mapped / k->block_size < end)
+        end = pg->mapped / k->block_size; /* the rest is not mapped */
+    for (size_t i = 0; i < end; i++) {
+        uintptr_t *w = (uintptr_t *)(base + i * k->block_size);
+        if (w[0] != 0 || w[1] != 0)
+            w[0] = w[1] = 0;
+    }
 }
 
 /* A medium or large block leaves its page.  One with the tag of its size
- * was freed and cleared: a byte not zero after the tag was written
- * since.  One without was never freed in this page's life (its memory is
- * fresh, trimmed, or another page's cleared blocks, links and tags), or
- * its tag was written over: it is cleared now.  Either way the user gets
- * zeros. */
+ * was freed and cleared since; one with zeros there was never freed in
+ * this page's life, or its memory was given back (hk_secure_page_init):
+ * either way a byte not zero where hk_secure_fill_clean looks, or another
+ * tag, was written after a free. */
 void *hk_secure_bitmap_taken(void *p)
 {
     if (p == NULL)
         return NULL;
+    uintptr_t *w = p;
     size_t size = hk_page_of_block(p)->block_size;
-    if (((uintptr_t *)p)[0] == size && is_free(p)) {
-        if (HK_UNLIKELY(!all_zero((char *)p + 16, size - 16)))
-            hk_secure_report("write to a freed block", "malloc", p, size);
-        ((uintptr_t *)p)[0] = 0;
-        ((uintptr_t *)p)[1] = 0;
-    } else if (!all_zero(p, size)) {
-        memset(p, 0, size);
-    }
+    bool sealed = w[0] == size && is_free(p);
+    if (HK_UNLIKELY(!(sealed || (w[0] == 0 && w[1] == 0)) || !hk_secure_fill_clean(p, size)))
+        hk_secure_written(p, size);
+    w[0] = 0;
+    w[1] = 0;
     return p;
 }
 
-/* The block, its link and its tag were written when it was freed or
- * carved; what differs now was written after the free. */
-void hk_secure_taken(void *block, void *next, unsigned cls)
+/* A free that names the block's size (free_sized, free_aligned_sized, the
+ * sized operator deletes): the size must be one the block could have been
+ * allocated with, or the program frees something else than it thinks
+ * (delete of an array, delete[] of one object, a size from another
+ * object).  `exact`: the block came from that very size (operator new);
+ * otherwise realloc may have kept a larger block (it keeps one when
+ * shrinking to half or more).  A pointer hakmem did not hand out is left
+ * to the free, which reports it. */
+void hk_secure_sized_free(const void *p, size_t size, size_t align, bool exact, const char *call)
 {
-    uintptr_t *w = block;
-    size_t size = hk_classes[cls].block_size;
-    uintptr_t page_mask = ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1);
-    if (HK_UNLIKELY(!is_free(block)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
-    if (HK_UNLIKELY(next != NULL && ((uintptr_t)next & page_mask) != ((uintptr_t)block & page_mask)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
-    if (HK_UNLIKELY(!all_zero((const char *)block + 16, size - 16)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
-    w[0] = 0;
-    w[1] = 0;
+    if (p == NULL)
+        return;
+    struct hk_page *pg = hk_page_of(p);
+    size_t have;
+    unsigned cls;
+    if (pg != NULL) {
+        have = pg->block_size;
+        cls = align > 16 ? hk_aligned_class(size, align) : size > HK_LARGE_MAX ? 0 : hk_size_class(size);
+        if (cls == pg->cls || (!exact && align <= 16 && size <= have && (size >= have / 2 || have <= 32)))
+            return;
+    } else {
+        /* A huge block: allocated with a huge size, or shrunk by realloc
+         * to half or more of it. */
+        have = hk_huge_usable_size(p);
+        bool huge = align > 16 ? hk_aligned_class(size, align) == 0 : size > HK_LARGE_MAX;
+        if (have == 0 || (size <= have && (huge || (!exact && size >= have / 2))))
+            return;
+    }
+    hk_secure_report("wrong size", call, p, have);
 }
 
-/* p failed validation.  If it lies in a block of a page in use, say how. */
+/* A huge block is freed into the cache: its tag, and zeros where
+ * hk_secure_fill_clean looks, so that a second free and a write after the
+ * free are seen while its range is cached.  The rest is cleared when the
+ * range serves again (hk_huge_alloc): a block of many MiB is cleared once,
+ * and not at all if its range goes back to the OS.  A cached range
+ * starts with such a block (a merged one with the lower block, a split
+ * one's rest gets a tag of its own). */
+void hk_secure_huge_freed(void *p, size_t size)
+{
+    memset((char *)p + 16, 0, 48);
+    memset((char *)p + size - 64, 0, 64);
+    bitmap_seal(p, size);
+}
+
+/* The cached range of `range` bytes at p is taken, under the cache's lock
+ * (no other thread takes the blocks it checks): its first block must be
+ * as it was freed. */
+void hk_secure_huge_taken(void *p, size_t range)
+{
+    const uintptr_t *w = p;
+    if (HK_UNLIKELY(w[0] > range || !is_free(p)))
+        hk_secure_written(p, range);
+    if (HK_UNLIKELY(!hk_secure_fill_clean(p, w[0])))
+        hk_secure_written(p, w[0]);
+}
+
+/* The name of a call on a freed block: a second free, or a use. */
+static const char *freed_what(const char *call)
+{
+    return strcmp(call, "realloc") == 0 || strcmp(call, "malloc_usable_size") == 0
+               ? "use after free" : "double free";
+}
+
+/* p failed validation and lies in no arena: a huge block's inside, or one
+ * freed into the cache. */
+static void huge_bad_pointer(const char *call, const void *p)
+{
+    size_t size = hk_huge_cache_freed(p);
+    if (size != 0)
+        hk_secure_report(freed_what(call), call, p, size);
+    size = hk_huge_inside(p);
+    if (size != 0)
+        hk_secure_report("pointer inside a block", call, p, size);
+}
+
+/* p failed validation.  If it lies in a block of a page in use, or of a
+ * huge block, say how. */
 void hk_secure_bad_pointer(const char *call, const void *ptr)
 {
     uintptr_t p = (uintptr_t)ptr;
     struct hk_arena *a = hk_arena_of(p);
-    if (a == NULL)
+    if (a == NULL) {
+        huge_bad_pointer(call, ptr);
         return;
+    }
     uintptr_t off = p & (HK_ARENA_SIZE - 1);
     unsigned kind = off < HK_MEDIUM_REGION_OFFSET ? HK_SMALL
                   : off < HK_LARGE_REGION_OFFSET ? HK_MEDIUM : HK_LARGE;

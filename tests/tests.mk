@@ -58,7 +58,7 @@ HARDENED_PROGS := $(patsubst tests/%.c,%,$(wildcard tests/hardened/*.c))
 HARDENED_BINS  := $(HARDENED_PROGS:%=$(T)/plain/%) $(HARDENED_PROGS:%=$(T)/secure-static/%)
 .SECONDARY: $(HARDENED_PROGS:%=$(T)/obj/%.o)
 LINK_SECURE_STATIC := -rdynamic -Wl,-u,hak_malloc -Wl,-u,free_sized \
-	-Wl,-u,free_aligned_sized -Wl,-u,hak_collect $(SECURE_A)
+	-Wl,-u,free_aligned_sized -Wl,-u,hak_collect -Wl,-u,_ZdlPvm -Wl,-u,_ZdaPvm $(SECURE_A)
 
 $(T)/plain/hardened/%: $(T)/obj/hardened/%.o $(CHECK_LIB)
 	@mkdir -p $(dir $@)

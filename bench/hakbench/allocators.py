@@ -123,6 +123,14 @@ def hakmem(lib=paths.HAKMEM_LIB, name="hakmem", version=None, tries=3):
     return Allocator(name, lib, is_peer=False, version=version, broken=why)
 
 
+def hakmem_secure():
+    """The hardened build, if this tree built it (`make secure`): its cost
+    is read against hakmem's (report.py), so it is no peer either."""
+    if not os.path.exists(paths.HAKMEM_SECURE_LIB):
+        return []
+    return [hakmem(paths.HAKMEM_SECURE_LIB, name="hakmem-secure")]
+
+
 def glibc():
     return Allocator("glibc", None, version="glibc " + os.confstr("CS_GNU_LIBC_VERSION").split()[-1])
 
@@ -147,7 +155,7 @@ def extra_peers(spec):
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"PEERS: '{item}' is not name=path")
-        if name in ("hakmem", "glibc", "floor") or name in [n for n, _ in PEERS]:
+        if name in ("hakmem", "hakmem-secure", "glibc", "floor") or name in [n for n, _ in PEERS]:
             raise SystemExit(f"PEERS: the name '{name}' is taken")
         path = os.path.abspath(path)
         if not os.path.exists(path):
@@ -178,4 +186,4 @@ def select(allocs, wanted):
 
 
 def default_set(wanted=None):
-    return select([hakmem(), glibc()] + peers(), wanted)
+    return select([hakmem()] + hakmem_secure() + [glibc()] + peers(), wanted)

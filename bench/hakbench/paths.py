@@ -7,6 +7,8 @@ BUILD = os.path.join(REPO, "build")
 BIN_DIR = os.path.join(BUILD, "bench")
 RESULTS = os.path.join(BENCH_DIR, "results")
 HAKMEM_LIB = os.path.join(BUILD, "libhakmem.so")
+# The hardened build (make secure), one more allocator when it is built.
+HAKMEM_SECURE_LIB = os.path.join(BUILD, "libhakmem-secure.so")
 NOOP_LIB = os.path.join(BIN_DIR, "libnoop_malloc.so")
 
 

@@ -1,5 +1,6 @@
 """The suite's report: tables for the terminal, a Markdown file, a JSON file."""
 import json
+import math
 import os
 
 from . import tables
@@ -100,6 +101,36 @@ def extra_rows(results, allocs):
     return rows
 
 
+def _geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def secure_rows(results, allocs):
+    """The hardened build's time per op against hakmem's and each other
+    allocator's, per workload (median over median; above 1: slower), and
+    their geometric means: issue 13's yardstick."""
+    names = [a.name for a in allocs]
+    if "hakmem-secure" not in names or "hakmem" not in names:
+        return []
+    others = [n for n in names if n != "hakmem-secure"]
+    rows, ratios = [], {n: [] for n in others}
+    for e in results:
+        sec = e["cells"]["hakmem-secure"]
+        row = [e["name"]]
+        for n in others:
+            c = e["cells"][n]
+            if _failed(sec) or _failed(c):
+                row.append("-")
+                continue
+            r = _median(c, "ops_per_sec") / _median(sec, "ops_per_sec")
+            ratios[n].append(r)
+            row.append(f"{r:.2f}x")
+        rows.append(row)
+    rows.append(["geomean"] + [f"{_geomean(ratios[n]):.3f}x" if ratios[n] else "-"
+                               for n in others])
+    return rows
+
+
 def sections(results, allocs, runs):
     """(title, note, headers, rows) for each table of the report."""
     names = [a.name for a in allocs]
@@ -116,6 +147,13 @@ def sections(results, allocs, runs):
         ("RSS after free and malloc_trim(0)", "MiB",
          ["workload"] + names, figure_rows(results, allocs, "rss_after_trim_kb", _mib, False)),
     ]
+    sec = secure_rows(results, allocs)
+    if sec:
+        out.append(("The hardened build's cost",
+                    "hakmem-secure's time per op over each allocator's (medians); "
+                    "above 1: the hardened build is slower",
+                    ["workload"] + ["vs " + a.name for a in allocs if a.name != "hakmem-secure"],
+                    sec))
     ipo = ipo_rows(results, allocs)
     if ipo:
         out.append(("Instructions per op (callgrind)",
