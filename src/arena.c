@@ -289,10 +289,12 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
         size_t bytes = (uintptr_t)chunk << hk_page_shift(kind);
         if (!hk_os_commit(start, bytes))
             return false;
-        /* Small pages past the first chunk: the heap is dense and large
-         * enough that TLB misses cost more than rounding its memory up to
-         * huge pages (hk_region_purge keeps them from breaking up twice). */
-        if (kind == HK_SMALL && hk_config.thp)
+        /* Small pages past thp_from: the heap is dense and large enough
+         * that TLB misses cost more than rounding its memory up to huge
+         * pages, at most 2 MiB (hk_region_purge keeps them from breaking
+         * up twice).  The first chunk never: a small program stays small. */
+        if (kind == HK_SMALL && hk_config.thp_from != 0 &&
+            ((size_t)r->committed << HK_SMALL_PAGE_SHIFT) >= hk_config.thp_from)
             hk_os_huge_pages(start, bytes, true);
         r->committed += chunk;
         hk_stat_add(&hk_os_stats.committed_bytes, (uint64_t)chunk << hk_page_shift(kind));
@@ -539,7 +541,7 @@ size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
             while (j < n && (char *)batch[j] - (char *)batch[j - 1] == (ptrdiff_t)page_size)
                 j++;
             hk_os_purge(page_base(batch[i], kind), (j - i) * page_size);
-            if (kind == HK_SMALL && hk_config.thp)
+            if (kind == HK_SMALL && hk_config.thp_from != 0)
                 thp_off(a, (uintptr_t)page_base(batch[i], kind), (j - i) * page_size);
             i = j;
         }

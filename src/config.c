@@ -16,21 +16,21 @@ static const struct hk_config profiles[] = {
     /* speed: keep free memory longer; purge only while the program runs */
     {.profile = "speed", .purge_delay_ms = 5000, .purge_thread = false, .idle_keep = SIZE_MAX,
      .huge_cache_bytes = (size_t)256 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 5000,
-     .thp = true},
+     .thp_from = 1},
     /* balanced (the default) */
     {.profile = "balanced", .purge_delay_ms = 250, .purge_thread = true, .idle_keep = (size_t)4 << 20,
      .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250,
-     .thp = true},
+     .thp_from = (size_t)32 << 20},
     /* lean: give memory back almost at once */
     {.profile = "lean", .purge_delay_ms = 20, .purge_thread = true, .idle_keep = (size_t)1 << 20,
      .huge_cache_bytes = (size_t)8 << 20, .huge_cache_live_pct = 25, .huge_cache_ms = 20,
-     .thp = false},
+     .thp_from = 0},
 };
 
 struct hk_config hk_config = {
     .profile = "balanced", .purge_delay_ms = 250, .purge_thread = true, .idle_keep = (size_t)4 << 20,
     .huge_cache_bytes = (size_t)64 << 20, .huge_cache_live_pct = 100, .huge_cache_ms = 250,
-    .thp = true,
+    .thp_from = (size_t)32 << 20,
 };
 
 static bool parse_u64(const char *name, uint64_t *out)
@@ -91,7 +91,7 @@ void hk_config_load(void)
     if (parse_u64("HAKMEM_HUGE_CACHE_LIVE_PCT", &x))
         hk_config.huge_cache_live_pct = x;
     if (parse_u64("HAKMEM_THP", &x))
-        hk_config.thp = x != 0;
+        hk_config.thp_from = (size_t)x;
     const char *heap_profile = getenv("HAKMEM_HEAP_PROFILE");
     hk_config.heap_profile = heap_profile != NULL && *heap_profile != '\0' ? heap_profile : NULL;
     hk_config.heap_sample = (uint64_t)512 << 10;
@@ -108,12 +108,12 @@ void hk_config_print(void)
     char buf[512];
     int n = snprintf(buf, sizeof buf,
                      "hakmem %s: profile=%s purge_delay_ms=%llu purge_thread=%d idle_keep=%zu "
-                     "huge_cache=%zu huge_cache_live_pct=%llu huge_cache_ms=%llu thp=%d stats=%s\n",
+                     "huge_cache=%zu huge_cache_live_pct=%llu huge_cache_ms=%llu thp=%zu stats=%s\n",
                      HAKMEM_VERSION_STRING, hk_config.profile,
                      (unsigned long long)hk_config.purge_delay_ms, hk_config.purge_thread,
                      hk_config.idle_keep,
                      hk_config.huge_cache_bytes, (unsigned long long)hk_config.huge_cache_live_pct,
-                     (unsigned long long)hk_config.huge_cache_ms, hk_config.thp,
+                     (unsigned long long)hk_config.huge_cache_ms, hk_config.thp_from,
                      hk_config.stats == 0 ? "off" : hk_config.stats == 1 ? "table" : "json");
     if (n > 0)
         (void)!write(STDERR_FILENO, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);

@@ -638,8 +638,9 @@ struct hk_config {
     size_t huge_cache_bytes;   /* bound on cached huge mappings, plus: */
     uint64_t huge_cache_live_pct; /* this share of the bytes in live huge blocks */
     uint64_t huge_cache_ms;    /* how long a cached mapping may wait */
-    bool thp;                  /* small regions past their first chunk on
-                                  transparent huge pages (arena.c) */
+    size_t thp_from;           /* a small region's chunks committed past this
+                                  many bytes are on transparent huge pages
+                                  (arena.c); 0: never */
     bool verbose;
     int stats;                 /* HAKMEM_STATS: 0 off, 1 table, 2 JSON */
     const char *heap_profile;  /* HAKMEM_HEAP_PROFILE: dump path prefix, or NULL */

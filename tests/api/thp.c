@@ -1,6 +1,7 @@
 /*
  * thp.c: transparent huge pages for large heaps of small blocks
- * (HAKMEM_THP, on in the speed and balanced profiles, off in lean).
+ * (HAKMEM_THP: past 4 MiB in the speed profile, 32 MiB in balanced, never
+ * in lean).
  *
  * A program with 1 MiB of small blocks gets no huge page: a small heap is
  * not rounded up to 2 MiB.  One with 64 MiB gets huge pages where hakmem
