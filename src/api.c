@@ -45,6 +45,8 @@ size_t hk_usable_size(const void *p, const char *call)
     }
     size_t size = hk_huge_usable_size(p);
     if (size == 0)
+        size = hk_guard_usable_size(p);
+    if (size == 0)
         hk_invalid_pointer(call, p);
     return size;
 }

@@ -72,7 +72,7 @@ static bool bit_free(const struct hk_page *pg, const void *p)
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 {
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
-        hk_secure_report("double free", call, p, pg->block_size);
+        hk_report("double free", call, p, pg->block_size);
     if (pg->kind != HK_SMALL) {
         memset(p, 0, pg->block_size);
         bitmap_seal(p, pg->block_size);
@@ -83,7 +83,7 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
     if (pg->heap == hk_tls.heap) {
         size_t index = (size_t)((char *)p - pg->blocks) / pg->block_size;
         if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
-            hk_secure_report("free of a block never handed out", call, p, pg->block_size);
+            hk_report("free of a block never handed out", call, p, pg->block_size);
     }
     clear_rest(p, pg->block_size);
 }
@@ -91,7 +91,7 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
 {
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
-        hk_secure_report("use after free", call, p, pg->block_size);
+        hk_report("use after free", call, p, pg->block_size);
 }
 
 /* n bytes at p (16-byte aligned, n a multiple of 16) are all zero: 64
@@ -135,7 +135,7 @@ void *hk_secure_bitmap_taken(void *p)
     size_t size = hk_page_of_block(p)->block_size;
     if (((uintptr_t *)p)[0] == size && is_free(p)) {
         if (HK_UNLIKELY(!all_zero((char *)p + 16, size - 16)))
-            hk_secure_report("write to a freed block", "malloc", p, size);
+            hk_report("write to a freed block", "malloc", p, size);
         ((uintptr_t *)p)[0] = 0;
         ((uintptr_t *)p)[1] = 0;
     } else if (!all_zero(p, size)) {
@@ -152,11 +152,11 @@ void hk_secure_taken(void *block, void *next, unsigned cls)
     size_t size = hk_classes[cls].block_size;
     uintptr_t page_mask = ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1);
     if (HK_UNLIKELY(!is_free(block)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
+        hk_report("write to a freed block", "malloc", block, size);
     if (HK_UNLIKELY(next != NULL && ((uintptr_t)next & page_mask) != ((uintptr_t)block & page_mask)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
+        hk_report("write to a freed block", "malloc", block, size);
     if (HK_UNLIKELY(!all_zero((const char *)block + 16, size - 16)))
-        hk_secure_report("write to a freed block", "malloc", block, size);
+        hk_report("write to a freed block", "malloc", block, size);
     w[0] = 0;
     w[1] = 0;
 }
@@ -185,7 +185,7 @@ void hk_secure_bad_pointer(const char *call, const void *ptr)
         size = hk_classes[pg->cls].block_size;
         uintptr_t first = (p & ~(((uintptr_t)1 << shift) - 1)) + hk_classes[pg->cls].first_block;
         if (p >= first && (p - first) % size == 0 && (p - first) / size < pg->capacity)
-            hk_secure_report("double free", call, ptr, size);
+            hk_report("double free", call, ptr, size);
         return;
     }
     if (size == 0 || p < (uintptr_t)pg->blocks)
@@ -194,10 +194,10 @@ void hk_secure_bad_pointer(const char *call, const void *ptr)
     if (block >= pg->capacity)
         return;
     if (p != (uintptr_t)pg->blocks + block * size)
-        hk_secure_report("pointer inside a block", call, ptr, size);
+        hk_report("pointer inside a block", call, ptr, size);
     /* The start of a medium or large block whose bit says free. */
     if (kind != HK_SMALL && (pg->free_map[block / 64] >> (block % 64)) & 1)
-        hk_secure_report("double free", call, ptr, size);
+        hk_report("double free", call, ptr, size);
 }
 
 #else
