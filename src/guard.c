@@ -27,6 +27,11 @@
 #define STACK 24 /* frames kept per stack */
 #define QUARANTINE 256
 #define QUARANTINE_BYTES ((size_t)64 << 20)
+/* Mappings that left the quarantine, kept for blocks of their length: one
+ * mprotect makes one usable again, where a new one takes mmap, mprotect, a
+ * page fault and, in the end, munmap. */
+#define SPARES 32
+#define SPARE_MAX_LEN ((size_t)64 << 10)
 
 struct guarded {
     uintptr_t base;  /* the data pages, then the guard page; 0: empty slot */
@@ -49,6 +54,11 @@ static size_t live_cap, live_used;
 static struct guarded quarantine[QUARANTINE];
 static unsigned q_first, q_count;
 static size_t q_bytes;
+static struct {
+    uintptr_t base;
+    size_t len;
+} spares[SPARES];
+static unsigned nspares;
 static struct sigaction replaced[2]; /* SIGSEGV's, SIGBUS's */
 /* dladdr, looked up when guard sampling starts rather than imported: an
  * import changes the library's dynamic symbol table, and with it what the
@@ -118,7 +128,27 @@ static void remove_live(struct guarded *e)
     live_used--;
 }
 
-void *hk_guard_alloc(size_t size, size_t align, uint32_t site, size_t sampled)
+/* A spare mapping of len data bytes, made accessible again; NULL if none. */
+static char *take_spare(size_t len)
+{
+    uintptr_t base = 0;
+    pthread_mutex_lock(&lock);
+    for (unsigned i = 0; i < nspares; i++) {
+        if (spares[i].len == len) {
+            base = spares[i].base;
+            spares[i] = spares[--nspares];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (base != 0 && mprotect((void *)base, len, PROT_READ | PROT_WRITE) != 0) {
+        hk_os_unmap((void *)base, len + HK_OS_PAGE);
+        base = 0;
+    }
+    return (char *)base;
+}
+
+void *hk_guard_alloc(size_t size, size_t align, bool zero, uint32_t site, size_t sampled)
 {
     size_t a = align < 16 ? 16 : align;
     if (size > PTRDIFF_MAX - a - 2 * HK_OS_PAGE)
@@ -127,17 +157,23 @@ void *hk_guard_alloc(size_t size, size_t align, uint32_t site, size_t sampled)
     size_t len = (rounded + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
     if (len == 0)
         len = HK_OS_PAGE;
-    size_t mapped;
-    char *base = hk_os_map_aligned(len + HK_OS_PAGE, a, &mapped);
-    if (base == NULL)
-        return NULL;
-    if (mprotect(base + len, HK_OS_PAGE, PROT_NONE) != 0) {
-        hk_os_unmap(base, mapped);
-        return NULL;
+    size_t mapped = len + HK_OS_PAGE;
+    char *base = a <= HK_OS_PAGE && len <= SPARE_MAX_LEN ? take_spare(len) : NULL;
+    bool fresh = base == NULL; /* fresh pages are zero */
+    if (fresh) {
+        base = hk_os_map_aligned(len + HK_OS_PAGE, a, &mapped);
+        if (base == NULL)
+            return NULL;
+        if (mprotect(base + len, HK_OS_PAGE, PROT_NONE) != 0) {
+            hk_os_unmap(base, mapped);
+            return NULL;
+        }
     }
     struct guarded g = {.base = (uintptr_t)base, .len = len, .sampled = sampled, .site = site};
     g.block = ((uintptr_t)base + len - rounded) & ~(uintptr_t)(a - 1);
     g.size = (uintptr_t)base + len - g.block;
+    if (zero && !fresh)
+        memset((void *)g.block, 0, g.size);
     g.nalloc = (uint8_t)hk_stack_capture(g.alloc_pc, STACK);
     pthread_mutex_lock(&lock);
     bool ok = add_live(&g);
@@ -149,12 +185,18 @@ void *hk_guard_alloc(size_t size, size_t align, uint32_t site, size_t sampled)
     return (void *)g.block;
 }
 
-/* Unmap the oldest quarantined blocks until g's pages fit.  Lock held. */
+/* Let the oldest quarantined blocks go (spares, or unmapped) until g's pages
+ * fit.  Lock held. */
 static void make_room(const struct guarded *g)
 {
     while (q_count == QUARANTINE || (q_count > 0 && q_bytes + g->len > QUARANTINE_BYTES)) {
         struct guarded *old = &quarantine[q_first];
-        hk_os_unmap((void *)old->base, old->len + HK_OS_PAGE);
+        if (nspares < SPARES && old->len <= SPARE_MAX_LEN) {
+            spares[nspares].base = old->base;
+            spares[nspares++].len = old->len;
+        } else {
+            hk_os_unmap((void *)old->base, old->len + HK_OS_PAGE);
+        }
         q_bytes -= old->len;
         old->base = 0;
         q_first = (q_first + 1) % QUARANTINE;

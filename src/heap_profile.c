@@ -547,7 +547,7 @@ static void *sampled_block(uint64_t size, unsigned what)
     uint32_t site = what & HK_SAMPLE_PROFILE ? record(size) : 0;
     size_t align = size & -size;
     if (what & HK_SAMPLE_GUARD)
-        p = hk_guard_alloc(size, align, site, size);
+        p = hk_guard_alloc(size, align, false, site, size);
     else if (site != 0)
         p = hk_huge_alloc_sampled(size, align > HK_OS_PAGE ? align : HK_OS_PAGE, site);
     if (p == NULL && site != 0)

@@ -155,8 +155,8 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
     if (HK_UNLIKELY(hk_heap_sampling) && size <= PTRDIFF_MAX - align) {
         unsigned what = hk_heap_sample_huge(size, &sample.site);
         sample.sampled = size;
-        if (what & HK_SAMPLE_GUARD) /* its fresh pages are zero */
-            p = hk_guard_alloc(size, align, sample.site, size);
+        if (what & HK_SAMPLE_GUARD)
+            p = hk_guard_alloc(size, align, zero, sample.site, size);
         if (p != NULL)
             return p;
     }

@@ -693,10 +693,10 @@ unsigned hk_stack_capture(uintptr_t *pc, unsigned max);
  * fault in them is reported with the block's stacks. */
 extern bool hk_guard_on;
 void hk_guard_start(void); /* the fault handler, from hk_heap_profile_start */
-/* A guarded block of `size` bytes aligned to `align` (a power of two; size
- * is a multiple of 16, and of align up to a page), carrying the profiler's
- * record (site + 1, or 0); NULL if it cannot be made. */
-void *hk_guard_alloc(size_t size, size_t align, uint32_t site, size_t sampled);
+/* A guarded block of `size` bytes aligned to `align` (a power of two),
+ * zeroed if asked, carrying the profiler's record (site + 1, or 0); NULL if
+ * it cannot be made. */
+void *hk_guard_alloc(size_t size, size_t align, bool zero, uint32_t site, size_t sampled);
 bool hk_guard_free(void *p, const char *call); /* false: not a guarded block */
 size_t hk_guard_usable_size(const void *p);    /* 0: not a guarded block */
 void hk_guard_fork_lock(void);
