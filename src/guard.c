@@ -226,11 +226,14 @@ bool hk_guard_free(void *p, const char *call)
     }
     struct guarded g = *e;
     remove_live(e);
+    pthread_mutex_unlock(&lock);
     memcpy(g.free_pc, free_pc, nfree * sizeof *free_pc);
     g.nfree = (uint8_t)nfree;
     /* Inaccessible before it is seen in the quarantine, where a fault in
-     * it is looked up. */
+     * it is looked up; the system call without the lock, which the other
+     * threads' guarded blocks want. */
     mprotect((void *)g.base, g.len, PROT_NONE);
+    pthread_mutex_lock(&lock);
     make_room(&g);
     quarantine[(q_first + q_count) % QUARANTINE] = g;
     q_count++;
