@@ -1,7 +1,7 @@
 /*
  * Sample points, and the heap profiler (HAKMEM_HEAP_PROFILE=<path prefix>):
- * which call stacks hold the memory.  About one allocation per HAKMEM_HEAP_SAMPLE bytes (512
- * KiB by default) is sampled: its stack and size are recorded, and its free
+ * which call stacks hold the memory.  About one allocation per
+ * HAKMEM_HEAP_SAMPLE bytes (512 KiB by default) is sampled: its stack and size are recorded, and its free
  * removes them.  The points are a Poisson process over the bytes each
  * thread allocates (exponential intervals), so every allocation is sampled
  * with probability 1 - exp(-size / mean), whatever its size or site.
@@ -908,10 +908,9 @@ void hk_heap_profile_start(void)
     bool profile = hk_config.heap_profile != NULL, guard = hk_config.guard_sample != 0;
     if (!(profile || guard) || hk_heap_sampling)
         return;
-    if (HK_SECURE_ON) { /* its checks take every block for one of a page */
-        hk_warn(profile ? "HAKMEM_HEAP_PROFILE (the hardened build has no heap profiler)"
-                        : "HAKMEM_GUARD_SAMPLE (the hardened build has no guard sampling)");
-        return;
+    if (HK_SECURE_ON && profile) { /* its checks take a stand-in block for a page's */
+        hk_warn("HAKMEM_HEAP_PROFILE (the hardened build has no heap profiler)");
+        profile = false;
     }
     profiling = profile && profile_start();
     if (!(profiling || guard))

@@ -130,8 +130,9 @@ void hk_secure_drained(void *b)
  * zeros. */
 void *hk_secure_bitmap_taken(void *p)
 {
-    if (p == NULL)
-        return NULL;
+    /* A guarded block stands in for one of a page (guard.c): not a page's. */
+    if (p == NULL || (HK_UNLIKELY(hk_guard_on) && hk_page_of(p) == NULL))
+        return p;
     size_t size = hk_page_of_block(p)->block_size;
     if (((uintptr_t *)p)[0] == size && is_free(p)) {
         if (HK_UNLIKELY(!all_zero((char *)p + 16, size - 16)))
