@@ -1,10 +1,11 @@
 /*
  * Sample points, and the heap profiler (HAKMEM_HEAP_PROFILE=<path prefix>):
  * which call stacks hold the memory.  About one allocation per
- * HAKMEM_HEAP_SAMPLE bytes (512 KiB by default) is sampled: its stack and size are recorded, and its free
- * removes them.  The points are a Poisson process over the bytes each
- * thread allocates (exponential intervals), so every allocation is sampled
- * with probability 1 - exp(-size / mean), whatever its size or site.
+ * HAKMEM_HEAP_SAMPLE bytes (512 KiB by default) is sampled: its stack and
+ * size are recorded, and its free removes them.  The points are a Poisson
+ * process over the bytes each thread allocates (exponential intervals), so
+ * every allocation is sampled with probability 1 - exp(-size / mean),
+ * whatever its size or site.
  *
  * Nothing of this runs on malloc's and free's fast paths.  A thread's small
  * blocks come from its TLS lists, which only refills fill while profiling
