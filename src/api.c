@@ -30,7 +30,7 @@ HK_API void *hak_calloc(size_t count, size_t size)
      * byte written after the free, where malloc checks only some. */
     size_t checked = (total + 15) & ~(size_t)15; /* classes are multiples of 16 */
     if (p != NULL && HK_UNLIKELY(!hk_secure_zero(p, checked)))
-        hk_secure_report("write to a freed block", "calloc", p, hk_page_of_block(p)->block_size);
+        hk_report("write to a freed block", "calloc", p, hk_page_of_block(p)->block_size);
 #else
     if (p != NULL)
         memset(p, 0, total);
@@ -53,6 +53,8 @@ size_t hk_usable_size(const void *p, const char *call)
         return pg->block_size;
     }
     size_t size = hk_huge_usable_size(p);
+    if (size == 0)
+        size = hk_guard_usable_size(p);
     if (size == 0)
         hk_invalid_pointer(call, p);
     return size;

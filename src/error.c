@@ -8,16 +8,15 @@
 
 #include "internal.h"
 
-static void put(char *buf, size_t *len, const char *s)
+void hk_line_str(struct hk_line *l, const char *s)
 {
-    size_t n = strlen(s);
-    if (*len + n > 255)
-        n = 255 - *len;
-    memcpy(buf + *len, s, n);
-    *len += n;
+    size_t n = strlen(s), room = sizeof l->buf - l->len;
+    n = n < room ? n : room;
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
 }
 
-static void put_hex(char *buf, size_t *len, uintptr_t x)
+void hk_line_hex(struct hk_line *l, uintptr_t x)
 {
     char digits[2 + 16 + 1] = "0x";
     int n = 2;
@@ -27,27 +26,10 @@ static void put_hex(char *buf, size_t *len, uintptr_t x)
     for (; shift >= 0; shift -= 4)
         digits[n++] = "0123456789abcdef"[(x >> shift) & 15];
     digits[n] = '\0';
-    put(buf, len, digits);
+    hk_line_str(l, digits);
 }
 
-void hk_invalid_pointer(const char *call, const void *p)
-{
-#ifdef HK_SECURE
-    hk_secure_bad_pointer(call, p); /* a better report, if p is in a block */
-#endif
-    char buf[256];
-    size_t len = 0;
-    put(buf, &len, "hakmem: ");
-    put(buf, &len, call);
-    put(buf, &len, "(): invalid pointer ");
-    put_hex(buf, &len, (uintptr_t)p);
-    put(buf, &len, "\n");
-    (void)!write(STDERR_FILENO, buf, len);
-    abort();
-}
-
-#ifdef HK_SECURE
-static void put_decimal(char *buf, size_t *len, uint64_t x)
+void hk_line_dec(struct hk_line *l, uint64_t x)
 {
     char digits[21];
     int n = sizeof digits - 1;
@@ -55,37 +37,55 @@ static void put_decimal(char *buf, size_t *len, uint64_t x)
     do
         digits[--n] = (char)('0' + x % 10);
     while ((x /= 10) != 0);
-    put(buf, len, digits + n);
+    hk_line_str(l, digits + n);
 }
 
-void hk_secure_report(const char *what, const char *call, const void *p, size_t size)
+void hk_line_write(struct hk_line *l)
 {
-    char buf[256];
-    size_t len = 0;
-    put(buf, &len, "hakmem: ");
-    put(buf, &len, what);
-    put(buf, &len, ": ");
-    put(buf, &len, call);
-    put(buf, &len, "(");
-    put_hex(buf, &len, (uintptr_t)p);
-    put(buf, &len, ") ");
-    put_decimal(buf, &len, size);
-    put(buf, &len, "\n");
-    (void)!write(STDERR_FILENO, buf, len);
+    (void)!write(STDERR_FILENO, l->buf, l->len);
+    l->len = 0;
+}
+
+void hk_invalid_pointer(const char *call, const void *p)
+{
+#ifdef HK_SECURE
+    hk_secure_bad_pointer(call, p); /* a better report, if p is in a block */
+#endif
+    struct hk_line l = {0};
+    hk_line_str(&l, "hakmem: ");
+    hk_line_str(&l, call);
+    hk_line_str(&l, "(): invalid pointer ");
+    hk_line_hex(&l, (uintptr_t)p);
+    hk_line_str(&l, "\n");
+    hk_line_write(&l);
     abort();
 }
-#endif
+
+void hk_report(const char *what, const char *call, const void *p, size_t size)
+{
+    struct hk_line l = {0};
+    hk_line_str(&l, "hakmem: ");
+    hk_line_str(&l, what);
+    hk_line_str(&l, ": ");
+    hk_line_str(&l, call);
+    hk_line_str(&l, "(");
+    hk_line_hex(&l, (uintptr_t)p);
+    hk_line_str(&l, ") ");
+    hk_line_dec(&l, size);
+    hk_line_str(&l, "\n");
+    hk_line_write(&l);
+    abort();
+}
 
 /* One line on stderr: "hakmem: <what><detail>". */
 static void say(const char *what, const char *detail)
 {
-    char buf[256];
-    size_t len = 0;
-    put(buf, &len, "hakmem: ");
-    put(buf, &len, what);
-    put(buf, &len, detail);
-    put(buf, &len, "\n");
-    (void)!write(STDERR_FILENO, buf, len);
+    struct hk_line l = {0};
+    hk_line_str(&l, "hakmem: ");
+    hk_line_str(&l, what);
+    hk_line_str(&l, detail);
+    hk_line_str(&l, "\n");
+    hk_line_write(&l);
 }
 
 void hk_fatal(const char *msg)

@@ -81,7 +81,7 @@ static HK_NOINLINE void free_other(void *p, const char *call)
             hk_remote_free(pg->heap, p);
         return;
     }
-    if (!hk_huge_free(p))
+    if (!hk_huge_free(p) && !hk_guard_free(p, call))
         hk_invalid_pointer(call, p);
 }
 

@@ -253,6 +253,7 @@ static void fork_prepare(void)
 {
     hk_purge_fork_lock(); /* first: a thread stopping the purger holds it */
     hk_heap_profile_fork_lock(); /* before the huge locks, as a sampled free */
+    hk_guard_fork_lock();
     pthread_mutex_lock(&heaps_lock);
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_lock(&h->pool_lock);
@@ -265,6 +266,7 @@ static void fork_parent(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_unlock(&h->pool_lock);
     pthread_mutex_unlock(&heaps_lock);
+    hk_guard_fork_unlock(false);
     hk_heap_profile_fork_unlock(false);
     hk_purge_fork_parent();
 }
@@ -275,6 +277,7 @@ static void fork_child(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_init(&h->pool_lock, NULL);
     pthread_mutex_init(&heaps_lock, NULL);
+    hk_guard_fork_unlock(true);
     hk_heap_profile_fork_unlock(true);
     atomic_store(&threads_live, hk_tls.heap != NULL ? 1 : 0);
     hk_purge_fork_child();

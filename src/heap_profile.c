@@ -1,10 +1,11 @@
 /*
- * The heap profiler (HAKMEM_HEAP_PROFILE=<path prefix>): which call stacks
- * hold the memory.  About one allocation per HAKMEM_HEAP_SAMPLE bytes (512
- * KiB by default) is sampled: its stack and size are recorded, and its free
- * removes them.  The points are a Poisson process over the bytes each
- * thread allocates (exponential intervals), so every allocation is sampled
- * with probability 1 - exp(-size / mean), whatever its size or site.
+ * Sample points, and the heap profiler (HAKMEM_HEAP_PROFILE=<path prefix>):
+ * which call stacks hold the memory.  About one allocation per
+ * HAKMEM_HEAP_SAMPLE bytes (512 KiB by default) is sampled: its stack and
+ * size are recorded, and its free removes them.  The points are a Poisson
+ * process over the bytes each thread allocates (exponential intervals), so
+ * every allocation is sampled with probability 1 - exp(-size / mean),
+ * whatever its size or site.
  *
  * Nothing of this runs on malloc's and free's fast paths.  A thread's small
  * blocks come from its TLS lists, which only refills fill while profiling
@@ -17,6 +18,11 @@
  * hk_huge_alloc.  A sampled allocation is served by a huge block that
  * carries its site (huge.c), so that its free, realloc and usable size find
  * it there, on their slow paths, in any thread.
+ *
+ * Guarded allocations (HAKMEM_GUARD_SAMPLE=N, guard.c) use the same points,
+ * counted in blocks instead of bytes: about one block in N, at geometric
+ * intervals, is a guard point.  A point may be profiled, guarded or both;
+ * a guarded block is guard.c's, which keeps the profiler's record with it.
  *
  * Dumps (at exit, on SIGUSR2, on hak_heap_profile_dump(), and as the
  * sampled live bytes pass a new peak) are the legacy heap-profile text that
@@ -46,6 +52,7 @@
 #define PEAK_STEP_PCT 125     /* a peak dump when live passes 125% of the last */
 
 bool hk_heap_sampling;
+static bool profiling;
 
 struct site {
     uint64_t hash;
@@ -62,6 +69,11 @@ static uint32_t *site_index; /* hash -> site id, open addressing */
 static uint32_t nsites = 1;
 static uint64_t dropped;     /* samples not recorded: the table was full */
 static double mean;          /* bytes between samples */
+/* The two kinds of point: index 0 profiled (counted in bytes), 1 guarded
+ * (counted in blocks); what a point is, as HK_SAMPLE_* bits: 1 << kind. */
+enum { PROFILED, GUARDED, KINDS };
+static double scale[KINDS]; /* an interval is -ln(u) * scale, + 1 if guarded */
+static bool kind_on[KINDS];
 static double live_est;      /* sampled live bytes, scaled to all bytes */
 static double peak_est, peak_dumped;
 static uint32_t peak_gen;    /* counts when live_est last rose to a peak */
@@ -70,9 +82,10 @@ static volatile sig_atomic_t dump_wanted; /* SIGUSR2 came while locked */
 static uintptr_t own_lo, own_hi; /* libhakmem's code, when it is a library */
 
 struct prof_tls {
-    int64_t left;     /* bytes before the next sample point */
+    int64_t left[KINDS]; /* bytes, blocks before the next point of each kind */
     uint64_t rng;
-    uint64_t pending; /* small classes whose next refill is the sample */
+    uint64_t pending[KINDS]; /* small classes whose next refill is a point */
+    bool started;
     unsigned ticks;   /* medium and large allocations since the last trim tick */
     unsigned captures;  /* stacks taken (every 64th the slow way) */
     uintptr_t stack_top; /* the CFA of the thread's outermost frame */
@@ -132,11 +145,13 @@ static uint64_t next_random(struct prof_tls *t)
     return z ^ (z >> 31);
 }
 
-/* Bytes to the next sample point: exponential with mean `mean`. */
-static int64_t interval(struct prof_tls *t)
+/* Bytes to the next profiled point: exponential with mean `mean`; blocks to
+ * the next guarded one: geometric with mean N (1 + the floor of an
+ * exponential scaled by 1 / -ln(1 - 1/N); every block when N is 1). */
+static int64_t interval(struct prof_tls *t, unsigned kind)
 {
     double u = ((double)(next_random(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
-    double x = -ln(u) * mean;
+    double x = -ln(u) * scale[kind] + (kind == GUARDED);
     return x < 1 ? 1 : x > 1e15 ? (int64_t)1e15 : (int64_t)x;
 }
 
@@ -146,20 +161,46 @@ static struct prof_tls *prof_state(void)
 {
     static _Atomic uint64_t threads;
     struct prof_tls *t = &prof;
-    if (t->left == 0) {
+    if (!t->started) {
+        t->started = true;
         t->rng = 0x6A09E667F3BCC909ull * (atomic_fetch_add(&threads, 1) + 1);
-        t->left = interval(t);
+        for (unsigned k = 0; k < KINDS; k++) /* a kind that is off: never */
+            t->left[k] = kind_on[k] ? interval(t, k) : INT64_MAX;
     }
     return t;
 }
 
-/* This allocation of `size` bytes holds the sample point: the interval to
- * the next one starts where it ends. */
-static void passed_point(struct prof_tls *t, uint64_t size)
+/* What a block of `size` bytes counts for, in a kind's units. */
+static uint64_t units(unsigned kind, uint64_t size)
 {
-    t->left -= (int64_t)size;
-    while (t->left <= 0)
-        t->left += interval(t);
+    return kind == PROFILED ? size : 1;
+}
+
+/* This block holds a point of the kind: the interval to the next one
+ * starts where it ends. */
+static void passed_point(struct prof_tls *t, unsigned kind, uint64_t size)
+{
+    t->left[kind] -= (int64_t)units(kind, size);
+    while (t->left[kind] <= 0)
+        t->left[kind] += interval(t, kind);
+}
+
+/* Count one block of `size` bytes for the kinds in `mask`: the points it
+ * holds (HK_SAMPLE_* bits). */
+static unsigned count_block(struct prof_tls *t, uint64_t size, unsigned mask)
+{
+    unsigned what = 0;
+    for (unsigned k = 0; k < KINDS; k++) {
+        if (!(mask & 1u << k))
+            continue;
+        if ((uint64_t)t->left[k] > units(k, size)) {
+            t->left[k] -= (int64_t)units(k, size);
+        } else {
+            passed_point(t, k, size);
+            what |= 1u << k;
+        }
+    }
+    return what;
 }
 
 /* ---- stacks -------------------------------------------------------------- */
@@ -364,6 +405,15 @@ static void fast_unwinder_start(void)
 }
 #endif
 
+unsigned hk_stack_capture(uintptr_t *pc, unsigned max)
+{
+    uintptr_t all[DEPTH];
+    unsigned n = capture(all);
+    n = n < max ? n : max;
+    memcpy(pc, all, n * sizeof *pc);
+    return n;
+}
+
 static int find_own_code(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -487,20 +537,22 @@ void hk_heap_sample_freed(uint32_t site, size_t size)
 
 /* ---- the allocator's detours --------------------------------------------- */
 
-/* Serve a sampled allocation of a class of `size` bytes, a power-of-two
- * multiple of whose alignment the class guarantees: NULL if it cannot be. */
-static void *sampled_block(uint64_t size)
+/* Serve a sample point (`what`: HK_SAMPLE_* bits) of a class of `size`
+ * bytes, a power-of-two multiple of whose alignment the class guarantees:
+ * NULL if it cannot be. */
+static void *sampled_block(uint64_t size, unsigned what)
 {
     struct prof_tls *t = &prof;
     t->busy = true;
     void *p = NULL;
-    uint32_t site = record(size);
-    if (site != 0) {
-        size_t align = size & -size;
+    uint32_t site = what & HK_SAMPLE_PROFILE ? record(size) : 0;
+    size_t align = size & -size;
+    if (what & HK_SAMPLE_GUARD)
+        p = hk_guard_alloc(size, align, false, site, size);
+    else if (site != 0)
         p = hk_huge_alloc_sampled(size, align > HK_OS_PAGE ? align : HK_OS_PAGE, site);
-        if (p == NULL)
-            hk_heap_sample_freed(site, size);
-    }
+    if (p == NULL && site != 0)
+        hk_heap_sample_freed(site, size);
     t->busy = false;
     return p;
 }
@@ -533,30 +585,34 @@ void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
     uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
     if (!t->busy) {
-        bool sample = t->pending & bit;
-        if (sample) {
-            t->pending &= ~bit;
-        } else if ((uint64_t)t->left <= size) {
-            passed_point(t, size);
-            sample = true;
-        } else {
-            t->left -= (int64_t)size;
-            uint64_t before = ((uint64_t)t->left - 1) / size; /* blocks before the point */
-            if (before < keep) {
-                keep = (unsigned)before;
-                t->pending |= bit;
-                t->left -= (int64_t)(before * size);
-                passed_point(t, size);
-            } else {
-                t->left -= (int64_t)(keep * size);
+        unsigned pending = 0;
+        for (unsigned k = 0; k < KINDS; k++) {
+            if (t->pending[k] & bit) {
+                t->pending[k] &= ~bit;
+                pending |= 1u << k;
             }
         }
-        if (sample) {
-            void *p = sampled_block(size);
+        unsigned what = pending | count_block(t, size, ~pending);
+        if (what != 0) {
+            void *p = sampled_block(size, what);
             if (p != NULL) {
                 give_back(h, pg, list, n);
                 HK_CHECK_PAGE(pg);
                 return p;
+            }
+        } else {
+            uint64_t before[KINDS]; /* blocks before each kind's next point */
+            for (unsigned k = 0; k < KINDS; k++) {
+                before[k] = ((uint64_t)t->left[k] - 1) / units(k, size);
+                if (before[k] < keep)
+                    keep = (unsigned)before[k];
+            }
+            for (unsigned k = 0; k < KINDS; k++) {
+                t->left[k] -= (int64_t)(keep * units(k, size));
+                if (before[k] == keep && keep < n - 1) {
+                    t->pending[k] |= bit;
+                    passed_point(t, k, size);
+                }
             }
         }
     }
@@ -586,12 +642,10 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     }
     h->trim_countdown = 1;
     uint64_t size = pg->block_size;
-    if (t->busy || (uint64_t)t->left > size) {
-        t->left -= (int64_t)size;
+    unsigned what = t->busy ? 0 : count_block(t, size, ~0u);
+    if (what == 0)
         return block;
-    }
-    passed_point(t, size);
-    void *p = sampled_block(size);
+    void *p = sampled_block(size, what);
     if (p == NULL)
         return block;
     hk_count(&h->returned[pg->cls], 1);
@@ -599,20 +653,19 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     return p;
 }
 
-uint32_t hk_heap_sample_huge(size_t size)
+unsigned hk_heap_sample_huge(size_t size, uint32_t *site)
 {
     struct prof_tls *t = prof_state();
+    *site = 0;
     if (t->busy)
         return 0;
-    if ((uint64_t)t->left > size) {
-        t->left -= (int64_t)size;
-        return 0;
+    unsigned what = count_block(t, size, ~0u);
+    if (what & HK_SAMPLE_PROFILE) {
+        t->busy = true;
+        *site = record(size);
+        t->busy = false;
     }
-    passed_point(t, size);
-    t->busy = true;
-    uint32_t site = record(size);
-    t->busy = false;
-    return site;
+    return what;
 }
 
 /* ---- dumps --------------------------------------------------------------- */
@@ -794,7 +847,7 @@ static void dump_locked(const char *why)
 
 HK_API int hak_heap_profile_dump(void)
 {
-    if (!hk_heap_sampling) {
+    if (!profiling) {
         errno = EINVAL; /* not profiling */
         return -1;
     }
@@ -820,7 +873,7 @@ static void on_sigusr2(int sig)
 
 __attribute__((destructor)) static void dump_at_exit(void)
 {
-    if (!hk_heap_sampling)
+    if (!profiling)
         return;
     pthread_mutex_lock(&lock);
     if (peak_gen != 0)
@@ -831,33 +884,55 @@ __attribute__((destructor)) static void dump_at_exit(void)
 
 /* ---- start and fork -------------------------------------------------------- */
 
-void hk_heap_profile_start(void)
+/* The profiler's tables and SIGUSR2; false if there is no memory for them. */
+static bool profile_start(void)
 {
-    if (hk_config.heap_profile == NULL || hk_heap_sampling)
-        return;
-    if (HK_SECURE_ON) { /* its checks take every block for one of a page */
-        hk_warn("HAKMEM_HEAP_PROFILE (the hardened build has no heap profiler)");
-        return;
-    }
     sites = hk_os_map((size_t)MAX_SITES * sizeof *sites);
     site_index = hk_os_map((size_t)INDEX_SIZE * sizeof *site_index);
     if (sites == NULL || site_index == NULL) {
         hk_warn("HAKMEM_HEAP_PROFILE (no memory for the profile)");
-        return;
+        return false;
     }
-    mean = (double)hk_config.heap_sample;
-    dl_iterate_phdr(find_own_code, (void *)(uintptr_t)&hk_heap_profile_start);
-    void *warm[1];
-    backtrace(warm, 1);
-    fast_unwinder_start();
-    for (unsigned cls = 0; cls < HK_NCLASSES; cls++)
-        hk_classes[cls].foreign_cap = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigusr2;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR2, &sa, NULL);
+    mean = (double)hk_config.heap_sample;
+    scale[PROFILED] = mean;
+    return true;
+}
+
+void hk_heap_profile_start(void)
+{
+    bool profile = hk_config.heap_profile != NULL, guard = hk_config.guard_sample != 0;
+    if (!(profile || guard) || hk_heap_sampling)
+        return;
+    if (HK_SECURE_ON && profile) { /* its checks take a stand-in block for a page's */
+        hk_warn("HAKMEM_HEAP_PROFILE (the hardened build has no heap profiler)");
+        profile = false;
+    }
+    profiling = profile && profile_start();
+    if (!(profiling || guard))
+        return;
+    dl_iterate_phdr(find_own_code, (void *)(uintptr_t)&hk_heap_profile_start);
+    void *warm[1];
+    backtrace(warm, 1);
+    fast_unwinder_start();
+    for (unsigned cls = 0; cls < HK_NCLASSES; cls++)
+        hk_classes[cls].foreign_cap = 0;
+    /* Blocks handed out before now (the loader's, constructors') go back,
+     * so that the thread's next ones come from refills, which sample. */
+    if (hk_tls.heap != NULL)
+        hk_heap_flush_tls(hk_tls.heap);
+    kind_on[PROFILED] = profiling;
+    if (guard) {
+        double n = (double)hk_config.guard_sample;
+        scale[GUARDED] = n > 1 ? -1 / ln(1 - 1 / n) : 0;
+        kind_on[GUARDED] = true;
+        hk_guard_start();
+    }
     hk_heap_sampling = true;
     atomic_fetch_or(&hk_detour, HK_DETOUR_SAMPLE);
 }

@@ -158,11 +158,16 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
 void *hk_huge_alloc(size_t size, size_t align, bool zero)
 {
     struct huge_entry sample = {0};
+    void *p = NULL;
     if (HK_UNLIKELY(hk_heap_sampling) && size <= PTRDIFF_MAX - align) {
-        sample.site = hk_heap_sample_huge(size);
+        unsigned what = hk_heap_sample_huge(size, &sample.site);
         sample.sampled = size;
+        if (what & HK_SAMPLE_GUARD)
+            p = hk_guard_alloc(size, align, zero, sample.site, size);
+        if (p != NULL)
+            return p;
     }
-    void *p = huge_alloc(size, align, zero, &sample);
+    p = huge_alloc(size, align, zero, &sample);
     if (p == NULL && sample.site != 0)
         hk_heap_sample_freed(sample.site, size);
     return p;

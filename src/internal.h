@@ -84,6 +84,19 @@ void hk_init(void);
 __attribute__((noreturn)) void hk_invalid_pointer(const char *call, const void *p);
 __attribute__((noreturn)) void hk_fatal(const char *msg);
 void hk_warn(const char *msg);
+/* A line for stderr, built without malloc or stdio (which may be what just
+ * failed, or not be allowed: in a signal handler); cut if too long. */
+struct hk_line {
+    size_t len;
+    char buf[512];
+};
+void hk_line_str(struct hk_line *l, const char *s);
+void hk_line_hex(struct hk_line *l, uintptr_t x); /* 0x... */
+void hk_line_dec(struct hk_line *l, uint64_t x);
+void hk_line_write(struct hk_line *l); /* and empty it */
+/* "hakmem: <what>: <call>(0x...) <size>", then abort. */
+__attribute__((noreturn)) void hk_report(const char *what, const char *call, const void *p,
+                                         size_t size);
 
 /* ---- invariant checks (check.c): the debug build only ------------------- */
 
@@ -400,7 +413,7 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
 /* Work that small refills must detour through refill_slow for: one byte, so
  * that hk_refill's common path tests both with one compare. */
 #define HK_DETOUR_PURGER 1 /* a free wanted the purger started; malloc starts it */
-#define HK_DETOUR_SAMPLE 2 /* the heap profiler samples refills (heap_profile.c) */
+#define HK_DETOUR_SAMPLE 2 /* sample points on refills (heap_profile.c) */
 extern _Atomic uint8_t hk_detour;
 void hk_purge_poll(void);
 static inline bool hk_refill_detoured(void)
@@ -645,26 +658,52 @@ struct hk_config {
     int stats;                 /* HAKMEM_STATS: 0 off, 1 table, 2 JSON */
     const char *heap_profile;  /* HAKMEM_HEAP_PROFILE: dump path prefix, or NULL */
     uint64_t heap_sample;      /* HAKMEM_HEAP_SAMPLE: mean bytes between samples */
+    uint64_t guard_sample;     /* HAKMEM_GUARD_SAMPLE: mean blocks between guarded
+                                  ones (0: off) */
 };
 extern struct hk_config hk_config;
 void hk_config_load(void);
 void hk_config_print(void); /* the effective options, on stderr */
 
-/* ---- the heap profiler (heap_profile.c) ---------------------------------
+/* ---- sample points and the heap profiler (heap_profile.c) ---------------
  *
- * Off unless HAKMEM_HEAP_PROFILE is set: then about one allocation per
- * heap_sample bytes is served by a huge block that carries its call site.
- * The allocator reaches it only from paths that are slow anyway: refill_slow
- * (every small refill detours there, HK_DETOUR_SAMPLE), the trim countdown
- * of medium and large pages, huge allocations and frees. */
-extern bool hk_heap_sampling;
+ * Off unless HAKMEM_HEAP_PROFILE or HAKMEM_GUARD_SAMPLE is set: then some
+ * allocations are sample points, served apart: a profiled one (about one per
+ * heap_sample bytes) by a huge block that carries its call site, a guarded
+ * one (about one per guard_sample blocks) by guard.c; a point may be both.
+ * The allocator reaches them only from paths that are slow anyway:
+ * refill_slow (every small refill detours there, HK_DETOUR_SAMPLE), the trim
+ * countdown of medium and large pages, huge allocations and frees. */
+enum { HK_SAMPLE_PROFILE = 1, HK_SAMPLE_GUARD = 2 };
+extern bool hk_heap_sampling; /* sample points are on (either kind) */
 void hk_heap_profile_start(void); /* once, from the constructor */
 void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls);
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);
-uint32_t hk_heap_sample_huge(size_t size); /* site + 1 of a sampled huge block, or 0 */
+/* A huge allocation: its kinds of sample (HK_SAMPLE_*), and its site + 1
+ * when profiled (else 0). */
+unsigned hk_heap_sample_huge(size_t size, uint32_t *site);
 void hk_heap_sample_freed(uint32_t site, size_t size);
 void hk_heap_profile_fork_lock(void);
 void hk_heap_profile_fork_unlock(bool child);
+/* The caller's caller's call stack, hakmem's own frames left out when it is
+ * a shared library: at most max (<= 64) return addresses into pc. */
+unsigned hk_stack_capture(uintptr_t *pc, unsigned max);
+
+/* ---- sampled guarded allocations (guard.c) -------------------------------
+ *
+ * A guarded block ends where its pages end, before an inaccessible page;
+ * freed, its pages are made inaccessible and kept unused for a while, and a
+ * fault in them is reported with the block's stacks. */
+extern bool hk_guard_on;
+void hk_guard_start(void); /* the fault handler, from hk_heap_profile_start */
+/* A guarded block of `size` bytes aligned to `align` (a power of two),
+ * zeroed if asked, carrying the profiler's record (site + 1, or 0); NULL if
+ * it cannot be made. */
+void *hk_guard_alloc(size_t size, size_t align, bool zero, uint32_t site, size_t sampled);
+bool hk_guard_free(void *p, const char *call); /* false: not a guarded block */
+size_t hk_guard_usable_size(const void *p);    /* 0: not a guarded block */
+void hk_guard_fork_lock(void);
+void hk_guard_fork_unlock(bool child);
 
 /* Internal entry points shared by the API files. */
 void *hk_malloc_slow(size_t size);

@@ -132,7 +132,7 @@ static bool bit_free(const struct hk_page *pg, const void *p)
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 {
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
-        hk_secure_report("double free", call, p, pg->block_size);
+        hk_report("double free", call, p, pg->block_size);
     if (pg->heap != hk_tls.heap)
         return;
     if (pg->kind != HK_SMALL) {
@@ -144,7 +144,7 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
      * the owner reads it). */
     size_t index = (size_t)((char *)p - pg->blocks) / pg->block_size;
     if (HK_UNLIKELY(index >= (size_t)(pg->capacity - pg->unbumped)))
-        hk_secure_report("free of a block never handed out", call, p, pg->block_size);
+        hk_report("free of a block never handed out", call, p, pg->block_size);
     clear_rest(p, pg->block_size);
 }
 
@@ -169,7 +169,7 @@ bool hk_secure_free_own(void *p, const char *call)
     if (size == 0 || i * size != offset || i >= (uint64_t)(pg->capacity - pg->unbumped))
         return false;
     if (HK_UNLIKELY(is_free(p)))
-        hk_secure_report("double free", call, p, size);
+        hk_report("double free", call, p, size);
     clear_rest(p, size);
     hk_page_free_local(pg, p, call);
     return true;
@@ -178,13 +178,13 @@ bool hk_secure_free_own(void *p, const char *call)
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call)
 {
     if (HK_UNLIKELY(is_free(p) || (pg->kind != HK_SMALL && bit_free(pg, p))))
-        hk_secure_report("use after free", call, p, pg->block_size);
+        hk_report("use after free", call, p, pg->block_size);
 }
 
 /* A block leaving a free list is not as it was freed or carved. */
 void hk_secure_written(void *block, size_t size)
 {
-    hk_secure_report("write to a freed block", "malloc", block, size);
+    hk_report("write to a freed block", "malloc", block, size);
 }
 
 /* A block another thread freed reaches its owner: cleared, after the link
@@ -229,8 +229,9 @@ void hk_secure_page_init(struct hk_page *pg, unsigned cls)
  * tag, was written after a free. */
 void *hk_secure_bitmap_taken(void *p)
 {
-    if (p == NULL)
-        return NULL;
+    /* A guarded block stands in for one of a page (guard.c): not a page's. */
+    if (p == NULL || (HK_UNLIKELY(hk_guard_on) && hk_page_of(p) == NULL))
+        return p;
     uintptr_t *w = p;
     size_t size = hk_page_of_block(p)->block_size;
     bool sealed = w[0] == size && is_free(p);
@@ -269,7 +270,7 @@ void hk_secure_sized_free(const void *p, size_t size, size_t align, bool exact, 
         if (have == 0 || (size <= have && (huge || (!exact && size >= have / 2))))
             return;
     }
-    hk_secure_report("wrong size", call, p, have);
+    hk_report("wrong size", call, p, have);
 }
 
 /* A huge block is freed into the cache: its tag, and zeros where
@@ -311,10 +312,10 @@ static void huge_bad_pointer(const char *call, const void *p)
 {
     size_t size = hk_huge_cache_freed(p);
     if (size != 0)
-        hk_secure_report(freed_what(call), call, p, size);
+        hk_report(freed_what(call), call, p, size);
     size = hk_huge_inside(p);
     if (size != 0)
-        hk_secure_report("pointer inside a block", call, p, size);
+        hk_report("pointer inside a block", call, p, size);
 }
 
 /* p failed validation.  If it lies in a block of a page in use, or of a
@@ -344,7 +345,7 @@ void hk_secure_bad_pointer(const char *call, const void *ptr)
         size = hk_classes[pg->cls].block_size;
         uintptr_t first = (p & ~(((uintptr_t)1 << shift) - 1)) + hk_classes[pg->cls].first_block;
         if (p >= first && (p - first) % size == 0 && (p - first) / size < pg->capacity)
-            hk_secure_report("double free", call, ptr, size);
+            hk_report("double free", call, ptr, size);
         return;
     }
     if (size == 0 || p < (uintptr_t)pg->blocks)
@@ -353,10 +354,10 @@ void hk_secure_bad_pointer(const char *call, const void *ptr)
     if (block >= pg->capacity)
         return;
     if (p != (uintptr_t)pg->blocks + block * size)
-        hk_secure_report("pointer inside a block", call, ptr, size);
+        hk_report("pointer inside a block", call, ptr, size);
     /* The start of a medium or large block whose bit says free. */
     if (kind != HK_SMALL && (pg->free_map[block / 64] >> (block % 64)) & 1)
-        hk_secure_report("double free", call, ptr, size);
+        hk_report("double free", call, ptr, size);
 }
 
 #else

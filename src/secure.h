@@ -43,9 +43,6 @@ struct hk_secure_keys {
 extern struct hk_secure_keys hk_secure_keys;
 
 void hk_secure_init(void); /* the secrets, once, before any block exists */
-/* "hakmem: <what>: <call>(0x...) <size>", then abort (error.c). */
-__attribute__((noreturn)) void hk_secure_report(const char *what, const char *call,
-                                                const void *p, size_t size);
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call);
 bool hk_secure_free_own(void *p, const char *call);
 void hk_secure_sized_free(const void *p, size_t size, size_t align, bool exact, const char *call);

@@ -238,7 +238,27 @@ else
 		run "heap/on programs/$s" "${heap_on[@]}" HAKMEM_LIB="$LIB" "tests/programs/$s.sh"
 	done
 
-	# 8. The Debian packages (make deb), checked by lintian and used from a
+	# 8. Guard sampling (tests/guard/guarded.c): every block guarded, one in
+	# 1000, and off (also on the debug and hardened builds); then test programs that must do the same with one block
+	# in 100 guarded.
+	for n in 1 1000 0; do
+		run "guard/guarded N=$n [preload]" env HAKMEM_GUARD_SAMPLE=$n LD_PRELOAD="$LIB" \
+			"$B/guard/guarded"
+		run "guard/guarded N=$n [static]" env HAKMEM_GUARD_SAMPLE=$n "$B/guard/guarded-static"
+		run "guard/guarded N=$n [debug]" env HAKMEM_GUARD_SAMPLE=$n \
+			LD_PRELOAD="$ROOT/build/debug/libhakmem.so" "$B/guard/guarded"
+		run "guard/guarded N=$n [secure]" env HAKMEM_GUARD_SAMPLE=$n \
+			LD_PRELOAD="$ROOT/build/libhakmem-secure.so" "$B/guard/guarded"
+	done
+	for p in api/realloc api/calloc api/memalign api/usable_size api/huge_blocks \
+		api/free_sized threads/stress threads/fork cxx/operators; do
+		run "guard/on $p [preload]" env HAKMEM_GUARD_SAMPLE=100 LD_PRELOAD="$LIB" "$B/plain/$p"
+		run "guard/on $p [static]" env HAKMEM_GUARD_SAMPLE=100 "$B/static/$p"
+		run "guard/on $p [secure]" env HAKMEM_GUARD_SAMPLE=100 \
+			LD_PRELOAD="$ROOT/build/libhakmem-secure.so" "$B/plain/$p"
+	done
+
+	# 9. The Debian packages (make deb), checked by lintian and used from a
 	# temporary root; skipped where the Debian tools cannot be had.
 	run "packaging/deb" packaging/test-deb.sh
 fi

@@ -80,7 +80,18 @@ $(T)/heap/libbuild_table.so: tests/heap/build_table.c tests/tests.mk
 	@mkdir -p $(dir $@)
 	$(TEST_CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
 
-tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS) $(HARDENED_BINS) $(HEAP_BINS)
+# Guard sampling's test (tests/guard/guarded.c): preloaded (-rdynamic, so
+# that the report's dladdr names its functions) and linked statically.
+GUARD_BINS := $(T)/guard/guarded $(T)/guard/guarded-static
+$(T)/guard/guarded: tests/guard/guarded.c $(CHECK_LIB) $(TEST_HDRS) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) -DPRELOADED -rdynamic $< $(CHECK_LIB) -o $@
+$(T)/guard/guarded-static: tests/guard/guarded.c $(CHECK_LIB) $(A) $(TEST_HDRS) tests/tests.mk
+	@mkdir -p $(dir $@)
+	$(TEST_CC) $(TEST_CFLAGS) $< $(CHECK_LIB) $(LINK_STATIC) -o $@
+
+tests-build: $(PROG_BINS) $(SAN_BINS) $(FUZZ_BIN) $(DEBUG_TESTS) $(HARDENED_BINS) $(HEAP_BINS) \
+	$(GUARD_BINS)
 
 $(T)/debug-tests/%: tests/debug/%.c $(CHECK_LIB) $(TEST_HDRS) $(HDRS) tests/tests.mk
 	@mkdir -p $(dir $@)
