@@ -172,7 +172,10 @@ void *hk_guard_alloc(size_t size, size_t align, bool zero, uint32_t site, size_t
     struct guarded g = {.base = (uintptr_t)base, .len = len, .sampled = sampled, .site = site};
     g.block = ((uintptr_t)base + len - rounded) & ~(uintptr_t)(a - 1);
     g.size = (uintptr_t)base + len - g.block;
-    if (zero && !fresh)
+    /* A spare held a freed block: cleared for calloc, and always in the
+     * hardened build, which never shows a freed block's bytes (its calloc
+     * checks the zeros instead of writing them). */
+    if ((zero || HK_SECURE_ON) && !fresh)
         memset((void *)g.block, 0, g.size);
     g.nalloc = (uint8_t)hk_stack_capture(g.alloc_pc, STACK);
     pthread_mutex_lock(&lock);
