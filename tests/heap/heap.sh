@@ -155,6 +155,15 @@ off)
 		test "$("$B/profiled-static" signal)" = "SIGUSR2: default"
 	check "on: a SIGUSR2 handler" test "$(HAKMEM_HEAP_PROFILE=$WORK/o LD_PRELOAD=$LIB \
 		"$B/profiled" signal)" = "SIGUSR2: handled"
+	# hakmem heap ends as its program did: an exit status, or its signal.
+	check "hakmem heap: the program's exit status" test "$(python3 -c '
+import subprocess, sys
+print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
+		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'exit 3')" = 3
+	check "hakmem heap: the signal that killed the program" test "$(python3 -c '
+import subprocess, sys
+print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
+		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'kill -TERM $$')" = -15
 	;;
 *)
 	echo "usage: tests/heap/heap.sh sites|static|small|busy|python|off" >&2
