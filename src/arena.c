@@ -266,6 +266,21 @@ static void compact_purge(struct hk_page *pg, unsigned kind)
  * compact arena map it.  False when the region is full, address space
  * or memory ran out, or (compact) someone else's mapping is in the way,
  * where the region then ends. */
+/* Where a small region's huge pages begin, from its arena's base: the first
+ * chunk region_grow commits once the region holds thp_from bytes, never the
+ * first chunk (a small program stays small); UINTPTR_MAX when off.  Past
+ * it the heap is dense and large enough that TLB misses cost more than
+ * rounding its memory up to huge pages, at most 2 MiB (hk_region_purge
+ * keeps them from breaking up twice). */
+static uintptr_t thp_offset(void)
+{
+    uintptr_t from = hk_config.thp_from;
+    if (from == 0 || from > HK_ARENA_SIZE)
+        return UINTPTR_MAX;
+    from = (from + COMMIT_CHUNK - 1) & ~(COMMIT_CHUNK - 1);
+    return from > COMMIT_CHUNK ? from : COMMIT_CHUNK;
+}
+
 static bool region_grow(struct hk_arena *a, unsigned kind)
 {
     struct hk_region *r = &a->region[kind];
@@ -285,19 +300,14 @@ static bool region_grow(struct hk_arena *a, unsigned kind)
         uint32_t chunk = (uint32_t)(COMMIT_CHUNK >> hk_page_shift(kind));
         if (chunk == 0)
             chunk = 1;
-        void *start = (void *)page_addr(a, kind, r->committed);
+        uintptr_t start = page_addr(a, kind, r->committed);
         size_t bytes = (uintptr_t)chunk << hk_page_shift(kind);
-        if (!hk_os_commit(start, bytes))
+        if (!hk_os_commit((void *)start, bytes))
             return false;
-        /* Small pages past thp_from: the heap is dense and large enough
-         * that TLB misses cost more than rounding its memory up to huge
-         * pages, at most 2 MiB (hk_region_purge keeps them from breaking
-         * up twice).  The first chunk never: a small program stays small. */
-        if (kind == HK_SMALL && hk_config.thp_from != 0 &&
-            ((size_t)r->committed << HK_SMALL_PAGE_SHIFT) >= hk_config.thp_from)
-            hk_os_huge_pages(start, bytes, true);
+        if (kind == HK_SMALL && start - a->base >= thp_offset())
+            hk_os_huge_pages((void *)start, bytes, true);
         r->committed += chunk;
-        hk_stat_add(&hk_os_stats.committed_bytes, (uint64_t)chunk << hk_page_shift(kind));
+        hk_stat_add(&hk_os_stats.committed_bytes, bytes);
     }
     return true;
 }
@@ -484,30 +494,32 @@ static void sort_pages(struct hk_page **pages, size_t n)
     }
 }
 
+/* Small pages [start, start + bytes) of a were purged.  Those past
+ * thp_offset were on huge pages, which the purge broke up: the huge pages
+ * around them are not made again, so that a heap that breathes pays for the
+ * split once, and khugepaged does not fill the purged pages back in. */
+static void thp_off(const struct hk_arena *a, uintptr_t start, size_t bytes)
+{
+    uintptr_t offset = thp_offset();
+    if (offset == UINTPTR_MAX)
+        return;
+    uintptr_t huge_start = a->base + offset;
+    uintptr_t end = start + bytes;
+    if (end <= huge_start)
+        return;
+    start = start & ~(HK_OS_HUGE_PAGE - 1);
+    if (start < huge_start)
+        start = huge_start;
+    end = (end + HK_OS_HUGE_PAGE - 1) & ~(HK_OS_HUGE_PAGE - 1);
+    hk_os_huge_pages((void *)start, end - start, false);
+}
+
 #define PURGE_BATCH 256
 
 /* Give back the memory of region r's free pages retired at or before
  * `cutoff`, and of the oldest ones beyond the newest `keep`, in address
  * order so that neighbours go back in one call.  Called with the pool lock held; drops it around the system calls
  * (the pages being purged are on no list meanwhile).  Returns bytes purged. */
-/* Small pages [start, start + bytes) of a were purged.  If they were on
- * huge pages (past the first chunk, hk_arena_page_extend), the purge broke
- * those up: the huge pages around them are not made again, so that a heap
- * that breathes pays for the split once, and khugepaged does not fill the
- * purged pages back in. */
-static void thp_off(const struct hk_arena *a, uintptr_t start, size_t bytes)
-{
-    uintptr_t first_chunk_end = a->base + COMMIT_CHUNK;
-    uintptr_t end = start + bytes;
-    if (end <= first_chunk_end)
-        return;
-    start = start & ~(HK_OS_HUGE_PAGE - 1);
-    if (start < first_chunk_end)
-        start = first_chunk_end;
-    end = (end + HK_OS_HUGE_PAGE - 1) & ~(HK_OS_HUGE_PAGE - 1);
-    hk_os_huge_pages((void *)start, end - start, false);
-}
-
 size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
                        uint64_t cutoff, uint32_t keep)
 {
@@ -541,7 +553,7 @@ size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
             while (j < n && (char *)batch[j] - (char *)batch[j - 1] == (ptrdiff_t)page_size)
                 j++;
             hk_os_purge(page_base(batch[i], kind), (j - i) * page_size);
-            if (kind == HK_SMALL && hk_config.thp_from != 0)
+            if (kind == HK_SMALL)
                 thp_off(a, (uintptr_t)page_base(batch[i], kind), (j - i) * page_size);
             i = j;
         }
