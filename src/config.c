@@ -101,7 +101,6 @@ void hk_config_load(void)
         else
             hk_warn("HAKMEM_HEAP_SAMPLE");
     }
-    hk_config.guard_sample = 0;
     if (parse_u64("HAKMEM_GUARD_SAMPLE", &x))
         hk_config.guard_sample = x;
 }

@@ -19,7 +19,6 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <ucontext.h>
 
 #include "internal.h"
@@ -141,7 +140,7 @@ static char *take_spare(size_t len)
         }
     }
     pthread_mutex_unlock(&lock);
-    if (base != 0 && mprotect((void *)base, len, PROT_READ | PROT_WRITE) != 0) {
+    if (base != 0 && !hk_os_commit((void *)base, len)) {
         hk_os_unmap((void *)base, len + HK_OS_PAGE);
         base = 0;
     }
@@ -164,7 +163,7 @@ void *hk_guard_alloc(size_t size, size_t align, bool zero, uint32_t site, size_t
         base = hk_os_map_aligned(len + HK_OS_PAGE, a, &mapped);
         if (base == NULL)
             return NULL;
-        if (mprotect(base + len, HK_OS_PAGE, PROT_NONE) != 0) {
+        if (!hk_os_protect(base + len, HK_OS_PAGE)) {
             hk_os_unmap(base, mapped);
             return NULL;
         }
@@ -235,7 +234,7 @@ bool hk_guard_free(void *p, const char *call)
     /* Inaccessible before it is seen in the quarantine, where a fault in
      * it is looked up; the system call without the lock, which the other
      * threads' guarded blocks want. */
-    mprotect((void *)g.base, g.len, PROT_NONE);
+    hk_os_protect((void *)g.base, g.len);
     pthread_mutex_lock(&lock);
     make_room(&g);
     quarantine[(q_first + q_count) % QUARANTINE] = g;

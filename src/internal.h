@@ -629,6 +629,7 @@ void hk_huge_reset_locks(void);
 void *hk_os_reserve_aligned(size_t size, size_t align);
 bool hk_os_map_at(void *addr, size_t size); /* errno EEXIST: taken */
 bool hk_os_commit(void *p, size_t size);
+bool hk_os_protect(void *p, size_t size); /* PROT_NONE */
 void hk_os_purge(void *p, size_t size);
 void hk_os_huge_pages(void *p, size_t size, bool on); /* madvise (NO)HUGEPAGE */
 #define HK_OS_HUGE_PAGE ((uintptr_t)2 << 20)

@@ -64,6 +64,14 @@ bool hk_os_commit(void *p, size_t size)
     return mprotect(p, size, PROT_READ | PROT_WRITE) == 0;
 }
 
+/* Make a range inaccessible (a guard page, a quarantined block: guard.c);
+ * hk_os_commit makes it usable again. */
+bool hk_os_protect(void *p, size_t size)
+{
+    count_syscall();
+    return mprotect(p, size, PROT_NONE) == 0;
+}
+
 /* Ask for transparent huge pages for a range, or that none be made there
  * again (khugepaged would fill purged holes back in).  Only advice: where
  * the kernel has THP off, nothing changes. */
