@@ -176,7 +176,18 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
 void *hk_huge_alloc_sampled(size_t usable, size_t align, uint32_t site)
 {
     struct huge_entry sample = {.sampled = usable, .site = site, .usable = (uint32_t)usable};
-    return huge_alloc(usable, align, false, &sample);
+    size_t len = (usable + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1), have;
+    uintptr_t addr = hk_huge_cache_take_spare(len, align, &have);
+    if (addr == 0)
+        return huge_alloc(usable, align, false, &sample);
+    pthread_mutex_lock(&huge_lock);
+    bool ok = insert(addr, have, &sample);
+    pthread_mutex_unlock(&huge_lock);
+    if (!ok) {
+        hk_huge_cache_put(addr, have);
+        return NULL;
+    }
+    return (void *)addr;
 }
 
 static bool take_entry(uintptr_t addr, struct huge_entry *taken)
@@ -206,7 +217,10 @@ bool hk_huge_free(void *p)
 #ifdef HK_SECURE
     hk_secure_huge_freed(p, e.size);
 #endif
-    hk_huge_cache_put(addr, e.size);
+    if (e.usable != 0)
+        hk_huge_cache_put_spare(addr, e.size);
+    else
+        hk_huge_cache_put(addr, e.size);
     hk_purge_schedule(NULL, 0, false);
     return true;
 }

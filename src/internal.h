@@ -611,6 +611,8 @@ size_t hk_huge_inside(const void *p);       /* hardened build: secure.c */
 
 uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have);
 void hk_huge_cache_put(uintptr_t addr, size_t len);
+uintptr_t hk_huge_cache_take_spare(size_t len, size_t align, size_t *have); /* stand-ins */
+void hk_huge_cache_put_spare(uintptr_t addr, size_t len);
 size_t hk_huge_cache_purge(bool all);
 void hk_huge_cache_shrink(void); /* to its bound, which may have shrunk */
 bool hk_huge_cache_pending(void);
