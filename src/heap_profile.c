@@ -86,7 +86,7 @@ struct prof_tls {
     uint64_t rng;
     uint64_t pending[KINDS]; /* small classes whose next refill is a point */
     bool started;
-    unsigned ticks;   /* medium and large allocations since the last trim tick */
+    unsigned ticks;   /* medium and large allocations to the next trim tick */
     unsigned captures;  /* stacks taken (every 64th the slow way) */
     uintptr_t stack_top; /* the CFA of the thread's outermost frame */
     bool busy;        /* in the profiler: its own allocations are not sampled */
@@ -95,33 +95,43 @@ static __thread struct prof_tls prof __attribute__((tls_model("initial-exec")));
 
 /* ---- numbers: no libm, so that static programs need not link it -------- */
 
-static double ln(double x) /* x > 0 */
+/* ln x for a normal x > 0: x = m 2^k with m in [sqrt(1/2), sqrt(2)), and
+ * ln m = 2 atanh z, z = (m - 1) / (m + 1), |z| < 0.172, by its series
+ * (the terms left out are below 1e-13). */
+static double ln(double x)
 {
-    int k = 0;
-    while (x < 0.5) {
-        x *= 2;
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int k = (int)(bits >> 52) - 1022;
+    bits = (bits & 0x000FFFFFFFFFFFFFull) | 0x3FE0000000000000ull; /* m in [1/2, 1) */
+    double m;
+    memcpy(&m, &bits, sizeof m);
+    if (m < 0.70710678118654752440) {
+        m *= 2;
         k--;
     }
-    while (x >= 1) {
-        x /= 2;
-        k++;
-    }
-    double z = (x - 1) / (x + 1), z2 = z * z, term = z, sum = 0;
-    for (int i = 1; i < 40; i += 2) {
-        sum += term / i;
-        term *= z2;
-    }
-    return 2 * sum + k * 0.69314718055994530942;
+    double z = (m - 1) / (m + 1), z2 = z * z;
+    double sum = 1 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 +
+                 z2 * (1.0 / 11 + z2 * (1.0 / 13 + z2 * (1.0 / 15)))))));
+    return 2 * z * sum + k * 0.69314718055994530942;
 }
 
-/* 1 - exp(-t), t >= 0, without cancellation for small t. */
+/* 1 - exp(-t), t >= 0, without cancellation for small t: below 1 (every
+ * block smaller than the mean) by its series, with the terms above 1e-13;
+ * above, exp(-t/64) by the series, then ^64. */
 static double one_minus_exp_neg(double t)
 {
     if (t > 40)
         return 1;
-    if (t < 1e-3)
-        return t - t * t / 2 + t * t * t / 6;
-    double x = t / 64, term = 1, e = 1; /* exp(-t/64) by its series, then ^64 */
+    if (t < 1) {
+        static const double inverse[16] = {0, 1, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6,
+            1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11, 1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15};
+        double r = 1;
+        for (int i = t < 1.0 / 16 ? 7 : 15; i > 1; i--) /* below 1/16: t^8 / 8! < 1e-13 */
+            r = 1 - r * t * inverse[i];
+        return t * r;
+    }
+    double x = t / 64, term = 1, e = 1;
     for (int i = 1; i < 12; i++) {
         term *= -x / i;
         e += term;
@@ -164,6 +174,7 @@ static struct prof_tls *prof_state(void)
     if (!t->started) {
         t->started = true;
         t->rng = 0x6A09E667F3BCC909ull * (atomic_fetch_add(&threads, 1) + 1);
+        t->ticks = HK_TRIM_COUNTDOWN;
         for (unsigned k = 0; k < KINDS; k++) /* a kind that is off: never */
             t->left[k] = kind_on[k] ? interval(t, k) : INT64_MAX;
     }
@@ -584,7 +595,12 @@ void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
     struct prof_tls *t = prof_state();
     uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
-    if (!t->busy) {
+    if (HK_LIKELY(!((t->pending[PROFILED] | t->pending[GUARDED]) & bit) &&
+                  t->left[PROFILED] > (int64_t)(n * size) && t->left[GUARDED] > n)) {
+        /* The common case: no point in any of the n blocks. */
+        t->left[PROFILED] -= (int64_t)(n * size);
+        t->left[GUARDED] -= n;
+    } else if (!t->busy) {
         unsigned pending = 0;
         for (unsigned k = 0; k < KINDS; k++) {
             if (t->pending[k] & bit) {
@@ -630,17 +646,16 @@ void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
     return list;
 }
 
-/* A medium or large block was just taken (hk_bitmap_taken, the countdown
- * kept at 1 while sampling): count its bytes; at a sample point it goes
- * back and a sampled block serves instead. */
-void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
+/* The countdown ran out (below): the trim tick, a point, or the thread's
+ * first medium or large block. */
+static HK_NOINLINE void *sample_bitmap_slow(struct hk_heap *h, struct hk_page *pg, void *block)
 {
     struct prof_tls *t = prof_state();
-    if (++t->ticks >= HK_TRIM_COUNTDOWN) {
-        t->ticks = 0;
+    if (t->ticks == 0) {
+        t->ticks = HK_TRIM_COUNTDOWN;
         hk_bitmap_tick(h);
+        h->trim_countdown = 1;
     }
-    h->trim_countdown = 1;
     uint64_t size = pg->block_size;
     unsigned what = t->busy ? 0 : count_block(t, size, ~0u);
     if (what == 0)
@@ -651,6 +666,26 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     hk_count(&h->returned[pg->cls], 1);
     hk_bitmap_free(pg, block, "malloc");
     return p;
+}
+
+/* A medium or large block was just taken (hk_bitmap_taken, the trim
+ * countdown kept at 1 while sampling): count its bytes; at a sample point
+ * it goes back and a sampled block serves instead.  Every such malloc
+ * comes here, so the common case is a few instructions: no point of
+ * either kind in this block, and no tick of the thread's own trim
+ * countdown (t->ticks).  A new thread's left[] are 0: it goes the slow
+ * way first. */
+void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
+{
+    struct prof_tls *t = &prof;
+    int64_t size = (int64_t)pg->block_size;
+    h->trim_countdown = 1;
+    if (HK_LIKELY(--t->ticks != 0 && t->left[PROFILED] > size && t->left[GUARDED] > 1)) {
+        t->left[PROFILED] -= size;
+        t->left[GUARDED]--;
+        return block;
+    }
+    return sample_bitmap_slow(h, pg, block);
 }
 
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site)

@@ -193,8 +193,40 @@ refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp)
     }
 }
 
+/* The quick refill is ready: the current page has enough blocks freed by
+ * this thread, no delayed frees wait, and none of the detours (HK_DETOUR_*
+ * bits) is asked for. */
+static inline bool local_ready(struct hk_heap *h, struct hk_page *pg, unsigned cls, uint8_t detours)
+{
+    return pg != NULL && pg->local_free != NULL &&
+           !(atomic_load_explicit(&hk_detour, memory_order_relaxed) & detours) &&
+           atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL &&
+           ((unsigned)(pg->capacity - pg->unbumped - pg->used) * 2 >= hk_classes[cls].batch ||
+            pg->unbumped == 0);
+}
+
+/* The quick refill: those blocks. */
+static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned cls)
+{
+    unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
+    HK_CHECK_PAGE(pg);
+    void *list = pg->local_free;
+    pg->local_free = NULL;
+    pg->used = pg->capacity - pg->unbumped;
+    hk_count(&h->refills[cls], 1);
+    hk_count(&h->supplied[cls], freed);
+    return list;
+}
+
+/* The sampler's refill (heap_profile.c): the quick one when the purger
+ * need not be started, else the general one. */
 HK_NOINLINE void *hk_refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp)
 {
+    struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
+    if (local_ready(h, pg, cls, HK_DETOUR_PURGER)) {
+        *pgp = pg;
+        return local_take(h, pg, cls);
+    }
     return refill_take(h, cls, pgp);
 }
 
@@ -259,16 +291,12 @@ void *hk_refill(unsigned cls)
     if (cls >= hk_first_medium_class)
         return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(h, cls));
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
+    /* local_ready, in an order that keeps this path short */
     if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_refill_detoured() &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
         unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
         if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
-            HK_CHECK_PAGE(pg);
-            void *list = pg->local_free;
-            pg->local_free = NULL;
-            pg->used = pg->capacity - pg->unbumped;
-            hk_count(&h->refills[cls], 1);
-            hk_count(&h->supplied[cls], freed);
+            void *list = local_take(h, pg, cls);
             void *next = hk_next(list);
             HK_SECURE_TAKEN(list, next, cls);
             hk_tls.free[cls] = next;
