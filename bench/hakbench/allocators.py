@@ -2,9 +2,10 @@
 to tell that a run was really served by the one we meant."""
 import hashlib
 import os
+import shlex
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from . import paths
@@ -27,16 +28,21 @@ class Allocator:
     version: str = ""
     broken: Optional[str] = None  # why it cannot run (e.g. did not build)
     is_peer: bool = True        # False for hakmem: ratios are to the best peer
+    settings: dict = field(default_factory=dict)  # environment it runs with
 
     def env(self, base=None):
         env = dict(os.environ if base is None else base)
         env.pop("LD_PRELOAD", None)
         if self.lib:
             env["LD_PRELOAD"] = self.lib
+        env.update(self.settings)
         return env
 
     def command_prefix(self):
-        return f"LD_PRELOAD={paths.rel(self.lib)} " if self.lib else ""
+        words = [f"{k}={shlex.quote(v)}" for k, v in self.settings.items()]
+        if self.lib:
+            words.append(f"LD_PRELOAD={paths.rel(self.lib)}")
+        return " ".join(words) + " " if words else ""
 
     def serves(self, provider_file):
         """True if provider_file (from the probe) is this allocator."""
@@ -104,7 +110,7 @@ def _loads(a):
     return None
 
 
-def hakmem(lib=paths.HAKMEM_LIB, name="hakmem", version=None, tries=3):
+def hakmem(lib=paths.HAKMEM_LIB, name="hakmem", version=None, tries=3, settings=None):
     version = version if version is not None else git_version(paths.REPO)
     lib = os.path.abspath(lib)
     why = f"{paths.rel(lib)} not built (make lib failed?)"
@@ -114,7 +120,7 @@ def hakmem(lib=paths.HAKMEM_LIB, name="hakmem", version=None, tries=3):
         if not os.path.exists(lib):
             continue
         copy, digest = snapshot(lib)
-        a = Allocator(name, copy, is_peer=False,
+        a = Allocator(name, copy, is_peer=False, settings=settings or {},
                       version=f"{version}, {paths.rel(lib)} sha256 {digest}")
         why = _loads(a)
         if why is None:
@@ -129,6 +135,15 @@ def hakmem_secure():
     if not os.path.exists(paths.HAKMEM_SECURE_LIB):
         return []
     return [hakmem(paths.HAKMEM_SECURE_LIB, name="hakmem-secure")]
+
+
+def hakmem_heapprof():
+    """hakmem with its heap profiler on at the default rate, dumping into
+    build/bench/heap-profiles: the profiler's cost is read against hakmem's
+    (report.py), so it is no peer either."""
+    prefix = os.path.join(paths.BIN_DIR, "heap-profiles", "run")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    return hakmem(name="hakmem-heapprof", settings={"HAKMEM_HEAP_PROFILE": prefix})
 
 
 def glibc():
@@ -155,7 +170,8 @@ def extra_peers(spec):
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"PEERS: '{item}' is not name=path")
-        if name in ("hakmem", "hakmem-secure", "glibc", "floor") or name in [n for n, _ in PEERS]:
+        if name in ("hakmem", "hakmem-secure", "hakmem-heapprof", "glibc", "floor") or \
+                name in [n for n, _ in PEERS]:
             raise SystemExit(f"PEERS: the name '{name}' is taken")
         path = os.path.abspath(path)
         if not os.path.exists(path):
@@ -186,4 +202,4 @@ def select(allocs, wanted):
 
 
 def default_set(wanted=None):
-    return select([hakmem()] + hakmem_secure() + [glibc()] + peers(), wanted)
+    return select([hakmem()] + hakmem_secure() + [hakmem_heapprof(), glibc()] + peers(), wanted)

@@ -1,6 +1,6 @@
 """PNG charts with matplotlib (Debian's python3-matplotlib); skipped if absent."""
 
-COLORS = {"hakmem": "#d62728", "hakmem-secure": "#9467bd", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
+COLORS = {"hakmem": "#d62728", "hakmem-secure": "#9467bd", "hakmem-heapprof": "#e377c2", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
           "jemalloc": "#2ca02c", "tcmalloc": "#ff7f0e", "A": "#1f77b4", "B": "#d62728"}
 
 

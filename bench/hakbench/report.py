@@ -105,30 +105,38 @@ def _geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def secure_rows(results, allocs):
-    """The hardened build's time per op against hakmem's and each other
-    allocator's, per workload (median over median; above 1: slower), and
-    their geometric means: issue 13's yardstick."""
+def variant_rows(results, allocs, variant):
+    """A variant of hakmem's (the hardened build, the heap profiler on):
+    its time per op against hakmem's and each other allocator's, per
+    workload (median over median; above 1: slower), and their geometric
+    means: the yardsticks of issues 13 and 14."""
     names = [a.name for a in allocs]
-    if "hakmem-secure" not in names or "hakmem" not in names:
+    if variant not in names or "hakmem" not in names:
         return []
-    others = [n for n in names if n != "hakmem-secure"]
+    others = [n for n in names if n != variant]
     rows, ratios = [], {n: [] for n in others}
     for e in results:
-        sec = e["cells"]["hakmem-secure"]
+        var = e["cells"][variant]
         row = [e["name"]]
         for n in others:
             c = e["cells"][n]
-            if _failed(sec) or _failed(c):
+            if _failed(var) or _failed(c):
                 row.append("-")
                 continue
-            r = _median(c, "ops_per_sec") / _median(sec, "ops_per_sec")
+            r = _median(c, "ops_per_sec") / _median(var, "ops_per_sec")
             ratios[n].append(r)
             row.append(f"{r:.2f}x")
         rows.append(row)
     rows.append(["geomean"] + [f"{_geomean(ratios[n]):.3f}x" if ratios[n] else "-"
                                for n in others])
     return rows
+
+
+VARIANTS = [
+    ("hakmem-secure", "The hardened build's cost", "the hardened build"),
+    ("hakmem-heapprof", "The heap profiler's cost",
+     "hakmem with HAKMEM_HEAP_PROFILE set (default rate)"),
+]
 
 
 def sections(results, allocs, runs):
@@ -147,13 +155,13 @@ def sections(results, allocs, runs):
         ("RSS after free and malloc_trim(0)", "MiB",
          ["workload"] + names, figure_rows(results, allocs, "rss_after_trim_kb", _mib, False)),
     ]
-    sec = secure_rows(results, allocs)
-    if sec:
-        out.append(("The hardened build's cost",
-                    "hakmem-secure's time per op over each allocator's (medians); "
-                    "above 1: the hardened build is slower",
-                    ["workload"] + ["vs " + a.name for a in allocs if a.name != "hakmem-secure"],
-                    sec))
+    for variant, title, what in VARIANTS:
+        rows = variant_rows(results, allocs, variant)
+        if rows:
+            out.append((title, f"{variant}'s time per op over each allocator's (medians); "
+                        f"above 1: {what} is slower",
+                        ["workload"] + ["vs " + a.name for a in allocs if a.name != variant],
+                        rows))
     ipo = ipo_rows(results, allocs)
     if ipo:
         out.append(("Instructions per op (callgrind)",
