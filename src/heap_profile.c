@@ -87,7 +87,7 @@ struct prof_tls {
     uint64_t pending[KINDS]; /* small classes whose next refill is a point */
     bool started;
     unsigned ticks;   /* medium and large allocations to the next trim tick */
-    unsigned captures;  /* stacks taken (every 64th the slow way) */
+    unsigned captures;  /* stacks taken (every 256th the slow way) */
     uintptr_t stack_top; /* the CFA of the thread's outermost frame */
     bool busy;        /* in the profiler: its own allocations are not sampled */
 };
@@ -240,7 +240,7 @@ static unsigned keep_outside(const uintptr_t *frames, unsigned n, uintptr_t *pc)
  * in every function that does not move its stack pointer by a variable
  * amount (alloca).  So the constants are learnt, per return address, from
  * libgcc's own unwinder (of the libgcc_s glibc loaded) on the slow captures,
- * and known frames are then walked with one load each.  Every 64th capture
+ * and known frames are then walked with one load each.  Every 256th capture
  * of a thread (every one in the debug build) is made the slow way too and
  * compared: a return address whose constant is not one is left to the slow
  * way from then on.  The walk never reads above the thread's outermost
@@ -367,7 +367,7 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc)
 #ifdef HK_DEBUG
     bool check = true;
 #else
-    bool check = ++t->captures % 64 == 0;
+    bool check = ++t->captures % 256 == 0;
 #endif
     bool have_fast = t->stack_top != 0 && fast_walk(ip, sp, t->stack_top, fast, &nfast);
     if (have_fast && !check)

@@ -31,6 +31,22 @@ static struct huge_entry *table;
 static size_t table_cap; /* a power of two */
 static size_t table_used; /* live entries and tombstones */
 
+/* Spares: the freed mappings of stand-in blocks (a sampled allocation of a
+ * size class, heap_profile.c), kept apart, oldest first, and reused as they
+ * come, under the lock the registry takes anyway.  While the heap profiler
+ * samples, one comes every few dozen medium allocations, too often for the
+ * huge cache's clock, merging and splitting.  At most SPARES of them and
+ * SPARE_BYTES; any purge of the cache sends them there. */
+#define SPARES 16
+#define SPARE_BYTES ((size_t)4 << 20)
+struct spare {
+    uintptr_t addr;
+    size_t len;
+};
+static struct spare spares[SPARES];
+static unsigned nspares;
+static size_t spare_bytes;
+
 static size_t slot_of(uintptr_t addr)
 {
     return (size_t)(((addr >> 12) * 0x9E3779B97F4A7C15ull) >> 20) & (table_cap - 1);
@@ -173,21 +189,75 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
     return p;
 }
 
+/* A spare of len bytes or more, but not twice as many, starting at a
+ * multiple of align, taken out; NULL if none.  Lock held. */
+static struct spare take_spare(size_t len, size_t align)
+{
+    struct spare *best = NULL, found = {0, 0};
+    for (unsigned i = 0; i < nspares; i++)
+        if (spares[i].len >= len && spares[i].len / 2 < len && (spares[i].addr & (align - 1)) == 0 &&
+            (best == NULL || spares[i].len < best->len))
+            best = &spares[i];
+    if (best != NULL) {
+        found = *best;
+        spare_bytes -= best->len;
+        memmove(best, best + 1, (size_t)(&spares[--nspares] - best) * sizeof *best);
+    }
+    return found;
+}
+
+/* Keep a freed stand-in's range: the oldest spares make room, into out
+ * (for the cache, once the lock is released); their number.  Lock held. */
+static unsigned keep_spare(uintptr_t addr, size_t len, struct spare *out)
+{
+    unsigned n = 0;
+    while (nspares > 0 && (nspares == SPARES || spare_bytes + len > SPARE_BYTES)) {
+        out[n++] = spares[0];
+        spare_bytes -= spares[0].len;
+        memmove(&spares[0], &spares[1], --nspares * sizeof spares[0]);
+    }
+    spares[nspares++] = (struct spare){addr, len};
+    spare_bytes += len;
+    return n;
+}
+
+void hk_huge_spares_release(void)
+{
+    struct spare out[SPARES];
+    pthread_mutex_lock(&huge_lock);
+    unsigned n = nspares;
+    memcpy(out, spares, n * sizeof *out);
+    nspares = 0;
+    spare_bytes = 0;
+    pthread_mutex_unlock(&huge_lock);
+    for (unsigned i = 0; i < n; i++)
+        hk_huge_cache_put(out[i].addr, out[i].len);
+}
+
+size_t hk_huge_spares_held(uint64_t *ranges)
+{
+    pthread_mutex_lock(&huge_lock);
+    *ranges = nspares;
+    size_t bytes = spare_bytes;
+    pthread_mutex_unlock(&huge_lock);
+    return bytes;
+}
+
 void *hk_huge_alloc_sampled(size_t usable, size_t align, uint32_t site)
 {
     struct huge_entry sample = {.sampled = usable, .site = site, .usable = (uint32_t)usable};
-    size_t len = (usable + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1), have;
-    uintptr_t addr = hk_huge_cache_take_spare(len, align, &have);
-    if (addr == 0)
-        return huge_alloc(usable, align, false, &sample);
+    size_t len = (usable + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
     pthread_mutex_lock(&huge_lock);
-    bool ok = insert(addr, have, &sample);
+    struct spare sp = take_spare(len, align);
+    bool ok = sp.addr != 0 && insert(sp.addr, sp.len, &sample);
     pthread_mutex_unlock(&huge_lock);
-    if (!ok) {
-        hk_huge_cache_put(addr, have);
+    if (ok)
+        return (void *)sp.addr;
+    if (sp.addr != 0) {
+        hk_huge_cache_put(sp.addr, sp.len);
         return NULL;
     }
-    return (void *)addr;
+    return huge_alloc(usable, align, false, &sample);
 }
 
 static bool take_entry(uintptr_t addr, struct huge_entry *taken)
@@ -207,20 +277,26 @@ bool hk_huge_free(void *p)
     if (addr & (HK_OS_PAGE - 1))
         return false;
     struct huge_entry e;
+    struct spare out[SPARES];
+    unsigned nout = 0;
     pthread_mutex_lock(&huge_lock);
     bool found = take_entry(addr, &e);
+    bool spare = found && e.usable != 0; /* a stand-in (not in the hardened build) */
+    if (spare)
+        nout = keep_spare(addr, e.size, out);
     pthread_mutex_unlock(&huge_lock);
     if (!found)
         return false;
     if (e.site != 0)
         hk_heap_sample_freed(e.site, e.sampled);
+    for (unsigned i = 0; i < nout; i++)
+        hk_huge_cache_put(out[i].addr, out[i].len);
+    if (spare)
+        return true;
 #ifdef HK_SECURE
     hk_secure_huge_freed(p, e.size);
 #endif
-    if (e.usable != 0)
-        hk_huge_cache_put_spare(addr, e.size);
-    else
-        hk_huge_cache_put(addr, e.size);
+    hk_huge_cache_put(addr, e.size);
     hk_purge_schedule(NULL, 0, false);
     return true;
 }

@@ -27,17 +27,6 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct range cache[SLOTS];
 static size_t cache_bytes;
 
-/* Spares: the freed mappings of stand-in blocks (a sampled allocation of a
- * size class, heap_profile.c), kept apart, oldest first, and reused as they
- * come.  While the heap profiler samples, one comes every few dozen medium
- * allocations, too often for the clock, merging and splitting made for huge
- * blocks.  At most SPARES of them and SPARE_BYTES; any purge takes them. */
-#define SPARES 16
-#define SPARE_BYTES ((size_t)4 << 20)
-static struct range spares[SPARES];
-static unsigned nspares;
-static size_t spare_bytes;
-
 /* Without a purger nothing empties the cache while the program idles
  * (purge.c), so its fixed part is smaller: it starts at idle_keep and
  * doubles, up to huge_cache_bytes, when a huge allocation misses soon after
@@ -49,7 +38,7 @@ static uint64_t last_eviction, last_growth;
 /* Ranges to unmap once the lock is released. */
 struct victims {
     size_t n;
-    struct range r[SLOTS + SPARES + 1];
+    struct range r[SLOTS + 1];
 };
 
 static void drop(struct range *c, struct victims *v)
@@ -75,14 +64,6 @@ static void expire(uint64_t now, bool all, struct victims *v)
     for (int i = 0; i < SLOTS; i++)
         if (cache[i].addr != 0 && (all || cache[i].freed_at + hk_config.huge_cache_ms <= now))
             drop(&cache[i], v);
-}
-
-static void drop_spares(struct victims *v)
-{
-    for (unsigned i = 0; i < nspares; i++)
-        v->r[v->n++] = spares[i];
-    nspares = 0;
-    spare_bytes = 0;
 }
 
 static size_t fixed_part(void)
@@ -223,46 +204,6 @@ void hk_huge_cache_put(uintptr_t addr, size_t len)
     unmap_victims(&v);
 }
 
-/* A spare of len bytes or more, but not twice as many, starting at a
- * multiple of align: its address and its length in *have, or 0. */
-uintptr_t hk_huge_cache_take_spare(size_t len, size_t align, size_t *have)
-{
-    uintptr_t addr = 0;
-    pthread_mutex_lock(&cache_lock);
-    struct range *best = NULL;
-    for (unsigned i = 0; i < nspares; i++)
-        if (spares[i].size >= len && spares[i].size / 2 < len && (spares[i].addr & (align - 1)) == 0 &&
-            (best == NULL || spares[i].size < best->size))
-            best = &spares[i];
-    if (best != NULL) {
-        addr = best->addr;
-        *have = best->size;
-        spare_bytes -= best->size;
-        memmove(best, best + 1, (size_t)(&spares[--nspares] - best) * sizeof *best);
-    }
-    pthread_mutex_unlock(&cache_lock);
-    return addr;
-}
-
-/* Keep a stand-in block's freed range as a spare: the oldest spares make
- * room, to the cache. */
-void hk_huge_cache_put_spare(uintptr_t addr, size_t len)
-{
-    struct range out[SPARES];
-    unsigned nout = 0;
-    pthread_mutex_lock(&cache_lock);
-    while (nspares > 0 && (nspares == SPARES || spare_bytes + len > SPARE_BYTES)) {
-        out[nout++] = spares[0];
-        spare_bytes -= spares[0].size;
-        memmove(&spares[0], &spares[1], --nspares * sizeof spares[0]);
-    }
-    spares[nspares++] = (struct range){addr, len, 0};
-    spare_bytes += len;
-    pthread_mutex_unlock(&cache_lock);
-    for (unsigned i = 0; i < nout; i++)
-        hk_huge_cache_put(out[i].addr, out[i].size);
-}
-
 #ifdef HK_SECURE
 /* The size of the huge block freed at p if p starts one in a cached range
  * (its tag, hk_secure_huge_freed, is still there), else 0.  The lock
@@ -289,9 +230,9 @@ size_t hk_huge_cache_purge(bool all)
 {
     struct victims v;
     v.n = 0;
+    hk_huge_spares_release(); /* to the cache, where they expire */
     pthread_mutex_lock(&cache_lock);
     expire(hk_clock_ms(), all, &v);
-    drop_spares(&v);
     pthread_mutex_unlock(&cache_lock);
     size_t bytes = unmap_victims(&v);
     hk_stat_add(&hk_os_stats.purged_bytes, bytes);
@@ -315,7 +256,7 @@ void hk_huge_cache_shrink(void)
 bool hk_huge_cache_pending(void)
 {
     pthread_mutex_lock(&cache_lock);
-    bool pending = cache_bytes != 0 || spare_bytes != 0;
+    bool pending = cache_bytes != 0;
     pthread_mutex_unlock(&cache_lock);
     return pending;
 }
@@ -327,8 +268,7 @@ size_t hk_huge_cache_held(uint64_t *ranges)
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < SLOTS; i++)
         n += cache[i].addr != 0;
-    n += nspares;
-    size_t bytes = cache_bytes + spare_bytes;
+    size_t bytes = cache_bytes;
     pthread_mutex_unlock(&cache_lock);
     *ranges = n;
     return bytes;

@@ -605,14 +605,14 @@ bool hk_huge_free(void *p);                 /* false: not a huge block */
 size_t hk_huge_usable_size(const void *p);  /* 0: not a huge block */
 void *hk_huge_realloc(void *p, size_t size); /* p must be huge */
 uint64_t hk_huge_count(uint64_t *bytes);    /* live blocks (statistics) */
+void hk_huge_spares_release(void);          /* stand-ins' spares, to the cache */
+size_t hk_huge_spares_held(uint64_t *ranges); /* their bytes (statistics) */
 size_t hk_huge_inside(const void *p);       /* hardened build: secure.c */
 
 /* ---- the cache of freed huge ranges (huge_cache.c) ----------------------- */
 
 uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have);
 void hk_huge_cache_put(uintptr_t addr, size_t len);
-uintptr_t hk_huge_cache_take_spare(size_t len, size_t align, size_t *have); /* stand-ins */
-void hk_huge_cache_put_spare(uintptr_t addr, size_t len);
 size_t hk_huge_cache_purge(bool all);
 void hk_huge_cache_shrink(void); /* to its bound, which may have shrunk */
 bool hk_huge_cache_pending(void);

@@ -143,7 +143,10 @@ void hk_stats_census(struct hak_stats *out, struct hk_census *census)
     memset(census, 0, sizeof *census);
     collect(out, census);
     census->huge_blocks = hk_huge_count(&census->huge_bytes);
-    census->huge_cache_bytes = hk_huge_cache_held(&census->huge_cache_ranges);
+    uint64_t spares;
+    census->huge_cache_bytes = hk_huge_cache_held(&census->huge_cache_ranges) +
+                               hk_huge_spares_held(&spares);
+    census->huge_cache_ranges += spares;
 }
 
 /* Output through a stack buffer and write(2): no stdio stream, no malloc. */
