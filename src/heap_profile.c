@@ -127,7 +127,7 @@ static double one_minus_exp_neg(double t)
         static const double inverse[16] = {0, 1, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6,
             1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11, 1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15};
         double r = 1;
-        for (int i = t < 1.0 / 16 ? 7 : 15; i > 1; i--) /* below 1/16: t^8 / 8! < 1e-13 */
+        for (int i = t < 0.25 ? 10 : 15; i > 1; i--) /* below 1/4: t^11 / 11! < 1e-13 */
             r = 1 - r * t * inverse[i];
         return t * r;
     }
