@@ -159,8 +159,10 @@ HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigne
     }
     void *block = pg->blocks + (size_t)i * pg->block_size;
     if (h->trim_countdown == 0) {
-        if (HK_UNLIKELY(hk_heap_sampling))
-            return hk_heap_sample_bitmap(h, pg, block);
+        if (HK_UNLIKELY(hk_heap_sampling)) {
+            h->trim_countdown = 1; /* every block is counted */
+            return hk_sample_pass_block(pg->block_size) ? block : hk_heap_sample_bitmap(h, pg, block);
+        }
         hk_bitmap_tick(h);
     }
     return block;

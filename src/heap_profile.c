@@ -81,12 +81,11 @@ static unsigned dump_seq;
 static volatile sig_atomic_t dump_wanted; /* SIGUSR2 came while locked */
 static uintptr_t own_lo, own_hi; /* libhakmem's code, when it is a library */
 
+__thread struct hk_sample_left hk_sample __attribute__((tls_model("initial-exec")));
+
 struct prof_tls {
-    int64_t left[KINDS]; /* bytes, blocks before the next point of each kind */
     uint64_t rng;
-    uint64_t pending[KINDS]; /* small classes whose next refill is a point */
     bool started;
-    unsigned ticks;   /* medium and large allocations to the next trim tick */
     unsigned captures;  /* stacks taken (every 256th the slow way) */
     uintptr_t stack_top; /* the CFA of the thread's outermost frame */
     bool busy;        /* in the profiler: its own allocations are not sampled */
@@ -127,7 +126,7 @@ static double one_minus_exp_neg(double t)
         static const double inverse[16] = {0, 1, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6,
             1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11, 1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15};
         double r = 1;
-        for (int i = t < 0.25 ? 10 : 15; i > 1; i--) /* below 1/4: t^11 / 11! < 1e-13 */
+        for (int i = t < 1.0 / 16 ? 7 : 15; i > 1; i--) /* below 1/16: t^8 / 8! < 1e-13 */
             r = 1 - r * t * inverse[i];
         return t * r;
     }
@@ -174,9 +173,9 @@ static struct prof_tls *prof_state(void)
     if (!t->started) {
         t->started = true;
         t->rng = 0x6A09E667F3BCC909ull * (atomic_fetch_add(&threads, 1) + 1);
-        t->ticks = HK_TRIM_COUNTDOWN;
+        hk_sample.ticks = HK_TRIM_COUNTDOWN;
         for (unsigned k = 0; k < KINDS; k++) /* a kind that is off: never */
-            t->left[k] = kind_on[k] ? interval(t, k) : INT64_MAX;
+            hk_sample.left[k] = kind_on[k] ? interval(t, k) : INT64_MAX;
     }
     return t;
 }
@@ -191,9 +190,9 @@ static uint64_t units(unsigned kind, uint64_t size)
  * starts where it ends. */
 static void passed_point(struct prof_tls *t, unsigned kind, uint64_t size)
 {
-    t->left[kind] -= (int64_t)units(kind, size);
-    while (t->left[kind] <= 0)
-        t->left[kind] += interval(t, kind);
+    hk_sample.left[kind] -= (int64_t)units(kind, size);
+    while (hk_sample.left[kind] <= 0)
+        hk_sample.left[kind] += interval(t, kind);
 }
 
 /* Count one block of `size` bytes for the kinds in `mask`: the points it
@@ -204,8 +203,8 @@ static unsigned count_block(struct prof_tls *t, uint64_t size, unsigned mask)
     for (unsigned k = 0; k < KINDS; k++) {
         if (!(mask & 1u << k))
             continue;
-        if ((uint64_t)t->left[k] > units(k, size)) {
-            t->left[k] -= (int64_t)units(k, size);
+        if ((uint64_t)hk_sample.left[k] > units(k, size)) {
+            hk_sample.left[k] -= (int64_t)units(k, size);
         } else {
             passed_point(t, k, size);
             what |= 1u << k;
@@ -595,16 +594,11 @@ void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
     struct prof_tls *t = prof_state();
     uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
-    if (HK_LIKELY(!((t->pending[PROFILED] | t->pending[GUARDED]) & bit) &&
-                  t->left[PROFILED] > (int64_t)(n * size) && t->left[GUARDED] > n)) {
-        /* The common case: no point in any of the n blocks. */
-        t->left[PROFILED] -= (int64_t)(n * size);
-        t->left[GUARDED] -= n;
-    } else if (!t->busy) {
+    if (!hk_sample_pass_refill(n, size, cls) && !t->busy) {
         unsigned pending = 0;
         for (unsigned k = 0; k < KINDS; k++) {
-            if (t->pending[k] & bit) {
-                t->pending[k] &= ~bit;
+            if (hk_sample.pending[k] & bit) {
+                hk_sample.pending[k] &= ~bit;
                 pending |= 1u << k;
             }
         }
@@ -619,14 +613,14 @@ void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
         } else {
             uint64_t before[KINDS]; /* blocks before each kind's next point */
             for (unsigned k = 0; k < KINDS; k++) {
-                before[k] = ((uint64_t)t->left[k] - 1) / units(k, size);
+                before[k] = ((uint64_t)hk_sample.left[k] - 1) / units(k, size);
                 if (before[k] < keep)
                     keep = (unsigned)before[k];
             }
             for (unsigned k = 0; k < KINDS; k++) {
-                t->left[k] -= (int64_t)(keep * units(k, size));
+                hk_sample.left[k] -= (int64_t)(keep * units(k, size));
                 if (before[k] == keep && keep < n - 1) {
-                    t->pending[k] |= bit;
+                    hk_sample.pending[k] |= bit;
                     passed_point(t, k, size);
                 }
             }
@@ -646,18 +640,20 @@ void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
     return list;
 }
 
-/* The countdown ran out (below): the trim tick, a point, or the thread's
- * first medium or large block. */
-static HK_NOINLINE void *sample_bitmap_slow(struct hk_heap *h, struct hk_page *pg, void *block)
+/* A medium or large block was just taken, the trim countdown kept at 1
+ * while sampling, and hk_sample_pass_block found a trim tick, a point, or
+ * the thread's first such block: at a point the block goes back and a
+ * sampled block serves instead. */
+void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
 {
-    struct prof_tls *t = prof_state();
-    if (t->ticks == 0) {
-        t->ticks = HK_TRIM_COUNTDOWN;
+    prof_state();
+    if (hk_sample.ticks == 0) {
+        hk_sample.ticks = HK_TRIM_COUNTDOWN;
         hk_bitmap_tick(h);
         h->trim_countdown = 1;
     }
     uint64_t size = pg->block_size;
-    unsigned what = t->busy ? 0 : count_block(t, size, ~0u);
+    unsigned what = prof.busy ? 0 : count_block(&prof, size, ~0u);
     if (what == 0)
         return block;
     void *p = sampled_block(size, what);
@@ -666,26 +662,6 @@ static HK_NOINLINE void *sample_bitmap_slow(struct hk_heap *h, struct hk_page *p
     hk_count(&h->returned[pg->cls], 1);
     hk_bitmap_free(pg, block, "malloc");
     return p;
-}
-
-/* A medium or large block was just taken (hk_bitmap_taken, the trim
- * countdown kept at 1 while sampling): count its bytes; at a sample point
- * it goes back and a sampled block serves instead.  Every such malloc
- * comes here, so the common case is a few instructions: no point of
- * either kind in this block, and no tick of the thread's own trim
- * countdown (t->ticks).  A new thread's left[] are 0: it goes the slow
- * way first. */
-void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
-{
-    struct prof_tls *t = &prof;
-    int64_t size = (int64_t)pg->block_size;
-    h->trim_countdown = 1;
-    if (HK_LIKELY(--t->ticks != 0 && t->left[PROFILED] > size && t->left[GUARDED] > 1)) {
-        t->left[PROFILED] -= size;
-        t->left[GUARDED]--;
-        return block;
-    }
-    return sample_bitmap_slow(h, pg, block);
 }
 
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site)

@@ -679,6 +679,44 @@ void hk_config_print(void); /* the effective options, on stderr */
  * countdown of medium and large pages, huge allocations and frees. */
 enum { HK_SAMPLE_PROFILE = 1, HK_SAMPLE_GUARD = 2 };
 extern bool hk_heap_sampling; /* sample points are on (either kind) */
+
+/* A thread's distance to its next points: left[0] in bytes to the next
+ * profiled one, left[1] in blocks to the next guarded one (a kind that is
+ * off: INT64_MAX; a new thread's are 0, which sends it to the profiler
+ * first); pending[kind], the small classes whose next refill is a point;
+ * ticks, its medium and large allocations to its next trim tick.  The
+ * allocator counts down here, inline, where no point is near. */
+struct hk_sample_left {
+    int64_t left[2];
+    uint64_t pending[2];
+    unsigned ticks;
+};
+extern __thread struct hk_sample_left hk_sample __attribute__((tls_model("initial-exec")));
+
+/* A refill of n blocks of `size` bytes of class cls holds no point:
+ * counted, true; else false, for hk_heap_sample_refill to cut the list. */
+static inline bool hk_sample_pass_refill(unsigned n, uint64_t size, unsigned cls)
+{
+    struct hk_sample_left *s = &hk_sample;
+    if (((s->pending[0] | s->pending[1]) >> cls & 1) || s->left[0] <= (int64_t)(n * size) ||
+        s->left[1] <= (int64_t)n)
+        return false;
+    s->left[0] -= (int64_t)(n * size);
+    s->left[1] -= n;
+    return true;
+}
+
+/* A medium or large block of `size` bytes holds no point and is no trim
+ * tick: counted, true; else false, for hk_heap_sample_bitmap. */
+static inline bool hk_sample_pass_block(uint64_t size)
+{
+    struct hk_sample_left *s = &hk_sample;
+    if (--s->ticks == 0 || s->left[0] <= (int64_t)size || s->left[1] <= 1)
+        return false;
+    s->left[0] -= (int64_t)size;
+    s->left[1]--;
+    return true;
+}
 void hk_heap_profile_start(void); /* once, from the constructor */
 void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls);
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);

@@ -230,22 +230,41 @@ HK_NOINLINE void *hk_refill_take(struct hk_heap *h, unsigned cls, struct hk_page
     return refill_take(h, cls, pgp);
 }
 
-/* The general refill; while the heap profiler samples, it refills. */
+/* The first block of a refill's list, the rest to the thread's list. */
+static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls)
+{
+    void *next = hk_next(list);
+    HK_SECURE_TAKEN(list, next, cls);
+    hk_tls.free[cls] = next;
+    HK_CHECK_PAGE(pg);
+    (void)pg;
+    return list;
+}
+
+/* While sampling, every refill comes here: the quick one, when its blocks
+ * hold no sample point, is counted inline; the others go to the profiler,
+ * which cuts the list at the point. */
+static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
+{
+    struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
+    if (local_ready(h, pg, cls, HK_DETOUR_PURGER) &&
+        hk_sample_pass_refill((unsigned)(pg->capacity - pg->unbumped - pg->used),
+                              hk_classes[cls].block_size, cls)) {
+        return hand_out(pg, local_take(h, pg, cls), cls);
+    }
+    return hk_heap_sample_refill(h, cls);
+}
+
+/* The general refill (while sampling, refill_sampled's). */
 static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
 {
     if (HK_UNLIKELY(cls == 0))
         hk_fatal("a class was looked up before the class table was built");
     if (HK_UNLIKELY(hk_heap_sampling))
-        return hk_heap_sample_refill(h, cls);
+        return refill_sampled(h, cls);
     struct hk_page *pg;
     void *list = refill_take(h, cls, &pg);
-    if (list == NULL)
-        return NULL;
-    void *next = hk_next(list);
-    HK_SECURE_TAKEN(list, next, cls);
-    hk_tls.free[cls] = next;
-    HK_CHECK_PAGE(pg);
-    return list;
+    return list == NULL ? NULL : hand_out(pg, list, cls);
 }
 
 /* A fresh page for class cls of heap h, or NULL when memory ran out even
@@ -296,12 +315,7 @@ void *hk_refill(unsigned cls)
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
         unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
         if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
-            void *list = local_take(h, pg, cls);
-            void *next = hk_next(list);
-            HK_SECURE_TAKEN(list, next, cls);
-            hk_tls.free[cls] = next;
-            HK_CHECK_PAGE(pg);
-            return list;
+            return hand_out(pg, local_take(h, pg, cls), cls);
         }
     }
     return refill_slow(h, cls);
