@@ -104,6 +104,13 @@ small)
 	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" small
 	check "site_small: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_small 64
 	;;
+trim)
+	# The stand-ins' spares go back with the rest on malloc_trim, and the
+	# memory the process held comes back under glibc and hakmem off alike.
+	check "output: glibc = hakmem = hakmem profiling" same_output trim "$B/profiled" trim
+	HAKMEM_HEAP_PROFILE=$WORK/t LD_PRELOAD=$LIB "$B/profiled" trim
+	check "profiling: malloc_trim gives back the spares" test $? = 0
+	;;
 busy)
 	# Early calls, threads, frees by other threads, fork, SIGUSR2, a call;
 	# a sample every 4 KiB, so that the profiler's paths run all the time.
@@ -166,7 +173,7 @@ print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
 		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'kill -TERM $$')" = -15
 	;;
 *)
-	echo "usage: tests/heap/heap.sh sites|static|small|busy|python|off" >&2
+	echo "usage: tests/heap/heap.sh sites|static|small|busy|python|off|trim" >&2
 	exit 2
 	;;
 esac

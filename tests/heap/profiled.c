@@ -8,12 +8,17 @@
  *   busy     allocations before main, in 8 threads (freed by others too),
  *            in a forked child, a dump on SIGUSR2 and one on a call
  *   signal   prints whether SIGUSR2 has a handler
+ *   trim     large blocks written whole, allocated and freed (about every
+ *            other one a sample, so the stand-ins' spares fill); after
+ *            malloc_trim the process holds at most 2 MiB more than before
  * Each prints what it did on stdout, the same with the profiler on or off.
  */
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +139,42 @@ static void busy(void)
            dumped == 0 ? "written" : getenv("HAKMEM_HEAP_PROFILE") ? "FAILED" : "off");
 }
 
+/* ---- trim ---- */
+
+static long resident_kib(void)
+{
+    char line[256];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+            break;
+    if (f != NULL)
+        fclose(f);
+    return kib;
+}
+
+static int trim(void)
+{
+    void *live[8] = {0};
+    long before = resident_kib();
+    for (unsigned i = 0; i < 4000; i++) {
+        size_t size = (256 + (i * 37) % 240) << 10;
+        free(live[i % 8]);
+        live[i % 8] = malloc(size);
+        memset(live[i % 8], (int)i, size);
+    }
+    for (unsigned i = 0; i < 8; i++)
+        free(live[i]);
+    malloc_trim(0);
+    long after = resident_kib();
+    bool ok = before > 0 && after - before <= 2048;
+    printf("trim: resident after malloc_trim %s\n", ok ? "as before" : "grew");
+    if (!ok)
+        fprintf(stderr, "trim: %ld KiB before, %ld KiB after\n", before, after);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -143,12 +184,14 @@ int main(int argc, char **argv)
         small();
     } else if (strcmp(mode, "busy") == 0) {
         busy();
+    } else if (strcmp(mode, "trim") == 0) {
+        return trim();
     } else if (strcmp(mode, "signal") == 0) {
         struct sigaction sa;
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|busy|signal\n");
+        fprintf(stderr, "usage: profiled sites|small|busy|signal|trim\n");
         return 2;
     }
     return 0;
