@@ -115,21 +115,18 @@ static double ln(double x)
     return 2 * z * sum + k * 0.69314718055994530942;
 }
 
-/* 1 - exp(-t), t >= 0, without cancellation for small t: below 1 (every
- * block smaller than the mean) by its series, with the terms above 1e-13;
- * above, exp(-t/64) by the series, then ^64. */
+/* 1 - exp(-t), t >= 0, without cancellation for small t: below 1/8
+ * (every block up to a 64 KiB sample mean) by its series to t^8 / 8! (the
+ * rest is below 1e-13 of it); above, 1 less exp(-t/64) by its series,
+ * then ^64 (1 - exp(-t) is 0.11 or more there: little cancels). */
 static double one_minus_exp_neg(double t)
 {
     if (t > 40)
         return 1;
-    if (t < 1) {
-        static const double inverse[16] = {0, 1, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6,
-            1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11, 1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15};
-        double r = 1;
-        for (int i = t < 1.0 / 16 ? 7 : 15; i > 1; i--) /* below 1/16: t^8 / 8! < 1e-13 */
-            r = 1 - r * t * inverse[i];
-        return t * r;
-    }
+    if (t < 1.0 / 8)
+        return t * (1 - t * (1.0 / 2) * (1 - t * (1.0 / 3) * (1 - t * (1.0 / 4) *
+               (1 - t * (1.0 / 5) * (1 - t * (1.0 / 6) * (1 - t * (1.0 / 7) *
+               (1 - t * (1.0 / 8))))))));
     double x = t / 64, term = 1, e = 1;
     for (int i = 1; i < 12; i++) {
         term *= -x / i;
