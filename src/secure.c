@@ -16,6 +16,10 @@
  * which no thread's write takes away (the purger's lock was beside it). */
 struct hk_secure_keys hk_secure_keys __attribute__((aligned(HK_CACHE_LINE)));
 
+#if defined(__x86_64__)
+static bool has_avx2; /* hk_secure_clear reads 32 bytes at a time */
+#endif
+
 /* Runs in hk_init, before any block exists: no link or tag was written
  * with other secrets.  A fork keeps them, with the blocks. */
 void hk_secure_init(void)
@@ -31,6 +35,10 @@ void hk_secure_init(void)
     }
     hk_secure_keys.link = k[0];
     hk_secure_keys.tag = k[1];
+#if defined(__x86_64__)
+    __builtin_cpu_init(); /* this may run before the constructors */
+    has_avx2 = __builtin_cpu_supports("avx2");
+#endif
 }
 
 /* The block holds a link and its tag: it is free. */
@@ -56,7 +64,7 @@ static inline void bitmap_seal(void *b, size_t size)
  * read from far away either way (random-mixed 4..32 KiB: half the user
  * time of a memset; with blocks up to 1 KiB, which stay in the cache, a
  * memset is faster). */
-void hk_secure_clear(void *b, size_t size)
+static void clear_16(void *b, size_t size)
 {
     hk_v2 *v = b, zero = { 0, 0 };
     for (size_t i = 0; i < size / 16; i += 4) {
@@ -64,6 +72,42 @@ void hk_secure_clear(void *b, size_t size)
         if ((a[0] | a[1]) != 0)
             v[i] = v[i + 1] = v[i + 2] = v[i + 3] = zero;
     }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The same, 128 bytes a step in 32-byte registers: a block in the cache is
+ * read about 1.5 times as fast as 64 bytes a step in 16-byte ones. */
+__attribute__((target("avx2"))) static void clear_32(void *b, size_t size)
+{
+    __m256i *v = b, zero = _mm256_setzero_si256();
+    size_t n = size / 32, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i a = _mm256_or_si256(_mm256_loadu_si256(v + i), _mm256_loadu_si256(v + i + 1));
+        __m256i c = _mm256_or_si256(_mm256_loadu_si256(v + i + 2), _mm256_loadu_si256(v + i + 3));
+        a = _mm256_or_si256(a, c);
+        if (!_mm256_testz_si256(a, a)) {
+            _mm256_storeu_si256(v + i, zero);
+            _mm256_storeu_si256(v + i + 1, zero);
+            _mm256_storeu_si256(v + i + 2, zero);
+            _mm256_storeu_si256(v + i + 3, zero);
+        }
+    }
+    if (i < n)
+        clear_16(v + i, size - i * 32);
+}
+#endif
+
+void hk_secure_clear(void *b, size_t size)
+{
+#if defined(__x86_64__)
+    if (has_avx2) {
+        clear_32(b, size);
+        return;
+    }
+#endif
+    clear_16(b, size);
 }
 
 /* Zero bytes from 16 on: a freed block shows nothing of its old contents.
