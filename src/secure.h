@@ -52,6 +52,7 @@ void hk_secure_drained(void *b);
 void *hk_secure_bitmap_taken(void *p);
 void hk_secure_page_init(struct hk_page *pg, unsigned cls);
 void hk_secure_clear(void *b, size_t size);
+bool hk_secure_zeroed(const void *p, size_t n); /* hk_secure_zero, faster for large n */
 void hk_secure_huge_freed(void *p, size_t size);
 void hk_secure_huge_taken(void *p, size_t range);
 void *hk_secure_carve(char *first, size_t size, unsigned n, void *list);
