@@ -217,28 +217,41 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 /* A free of p, 16-byte aligned in the calling thread's own small region
  * (hk_own_small): when p is the start of a block carved from a page in use,
  * the block is checked, cleared and freed here, validated as hk_page_of
- * would validate it, less the arena table (the arena is the heap's first).
- * false: p is no such block, and free_other says what it is. */
-bool hk_secure_free_own(void *p, const char *call)
+ * would validate it, less the arena table (the arena is the heap's first);
+ * anything else goes to hk_free_slow, which says what it is. */
+void hk_secure_free_own(void *p, const char *call)
 {
     uintptr_t u = (uintptr_t)p;
     const struct hk_region *r = &((const struct hk_arena *)(u & ~(HK_ARENA_SIZE - 1)))->region[HK_SMALL];
     uint32_t index = (uint32_t)((u & (HK_ARENA_SIZE - 1)) >> HK_SMALL_PAGE_SHIFT);
-    if (index - r->first >= atomic_load_explicit(&r->hwm, memory_order_relaxed) - r->first)
-        return false;
+    if (index - r->first >= atomic_load_explicit(&r->hwm, memory_order_relaxed) - r->first) {
+        hk_free_slow(p, call);
+        return;
+    }
     struct hk_page *pg = (struct hk_page *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
     uint32_t size = pg->block_size;
     /* Below the first block the offset wraps, and no multiple of the size
      * is that large. */
     uint64_t offset = u - (uintptr_t)pg->blocks;
     uint64_t i = (offset * pg->div_magic) >> 32;
-    if (size == 0 || i * size != offset || i >= (uint64_t)(pg->capacity - pg->unbumped))
-        return false;
+    if (size == 0 || i * size != offset || i >= (uint64_t)(pg->capacity - pg->unbumped)) {
+        hk_free_slow(p, call);
+        return;
+    }
     if (HK_UNLIKELY(is_free(p)))
         hk_report("double free", call, p, size);
+    /* hk_page_free_local, with the clear last, where it needs no registers
+     * kept: only this thread reads the page's list, and the link and tag
+     * are not in the bytes cleared.  A page whose last block this is may
+     * be given back by hk_page_event: cleared before. */
+    hk_set_next(p, pg->local_free);
+    pg->local_free = p;
+    if (HK_UNLIKELY(--pg->used == 0)) {
+        clear_rest(p, size);
+        hk_page_event(p);
+        return;
+    }
     clear_rest(p, size);
-    hk_page_free_local(pg, p, call);
-    return true;
 }
 
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call)

@@ -44,7 +44,7 @@ extern struct hk_secure_keys hk_secure_keys;
 
 void hk_secure_init(void); /* the secrets, once, before any block exists */
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call);
-bool hk_secure_free_own(void *p, const char *call);
+void hk_secure_free_own(void *p, const char *call);
 void hk_secure_sized_free(const void *p, size_t size, size_t align, bool exact, const char *call);
 __attribute__((noreturn, cold)) void hk_secure_written(void *block, size_t size);
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
