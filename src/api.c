@@ -29,7 +29,7 @@ HK_API void *hak_calloc(size_t count, size_t size)
      * reading them is cheaper than clearing them again, and finds any
      * byte written after the free, where malloc checks only some. */
     size_t checked = (total + 15) & ~(size_t)15; /* classes are multiples of 16 */
-    if (p != NULL && HK_UNLIKELY(!hk_secure_zero(p, checked)))
+    if (p != NULL && HK_UNLIKELY(!hk_secure_zeroed(p, checked)))
         hk_report("write to a freed block", "calloc", p, hk_page_of_block(p)->block_size);
 #else
     if (p != NULL)

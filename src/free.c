@@ -29,8 +29,10 @@ static inline void free_block(void *p, const char *call)
         return;
     }
 #ifdef HK_SECURE
-    if (HK_LIKELY(hk_own_small(p) && hk_secure_free_own(p, call)))
+    if (HK_LIKELY(hk_own_small(p))) {
+        hk_secure_free_own(p, call);
         return;
+    }
 #endif
     hk_free_slow(p, call);
 }

@@ -16,6 +16,10 @@
  * which no thread's write takes away (the purger's lock was beside it). */
 struct hk_secure_keys hk_secure_keys __attribute__((aligned(HK_CACHE_LINE)));
 
+#if defined(__x86_64__)
+static bool has_avx2; /* hk_secure_clear and hk_secure_zeroed read 32 bytes at a time */
+#endif
+
 /* Runs in hk_init, before any block exists: no link or tag was written
  * with other secrets.  A fork keeps them, with the blocks. */
 void hk_secure_init(void)
@@ -31,6 +35,10 @@ void hk_secure_init(void)
     }
     hk_secure_keys.link = k[0];
     hk_secure_keys.tag = k[1];
+#if defined(__x86_64__)
+    __builtin_cpu_init(); /* this may run before the constructors */
+    has_avx2 = __builtin_cpu_supports("avx2");
+#endif
 }
 
 /* The block holds a link and its tag: it is free. */
@@ -56,7 +64,7 @@ static inline void bitmap_seal(void *b, size_t size)
  * read from far away either way (random-mixed 4..32 KiB: half the user
  * time of a memset; with blocks up to 1 KiB, which stay in the cache, a
  * memset is faster). */
-void hk_secure_clear(void *b, size_t size)
+static void clear_16(void *b, size_t size)
 {
     hk_v2 *v = b, zero = { 0, 0 };
     for (size_t i = 0; i < size / 16; i += 4) {
@@ -64,6 +72,64 @@ void hk_secure_clear(void *b, size_t size)
         if ((a[0] | a[1]) != 0)
             v[i] = v[i + 1] = v[i + 2] = v[i + 3] = zero;
     }
+}
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+/* The same, 128 bytes a step in 32-byte registers: a block in the cache is
+ * read about 1.5 times as fast as 64 bytes a step in 16-byte ones. */
+__attribute__((target("avx2"))) static void clear_32(void *b, size_t size)
+{
+    __m256i *v = b, zero = _mm256_setzero_si256();
+    size_t n = size / 32, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i a = _mm256_or_si256(_mm256_loadu_si256(v + i), _mm256_loadu_si256(v + i + 1));
+        __m256i c = _mm256_or_si256(_mm256_loadu_si256(v + i + 2), _mm256_loadu_si256(v + i + 3));
+        a = _mm256_or_si256(a, c);
+        if (!_mm256_testz_si256(a, a)) {
+            _mm256_storeu_si256(v + i, zero);
+            _mm256_storeu_si256(v + i + 1, zero);
+            _mm256_storeu_si256(v + i + 2, zero);
+            _mm256_storeu_si256(v + i + 3, zero);
+        }
+    }
+    if (i < n)
+        clear_16(v + i, size - i * 32);
+}
+
+/* hk_secure_zero, 128 bytes a step in 32-byte registers. */
+__attribute__((target("avx2"))) static bool zero_32(const void *p, size_t n)
+{
+    const __m256i *v = p;
+    __m256i a = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 4 <= n / 32; i += 4) {
+        a = _mm256_or_si256(a, _mm256_or_si256(_mm256_loadu_si256(v + i), _mm256_loadu_si256(v + i + 1)));
+        a = _mm256_or_si256(a, _mm256_or_si256(_mm256_loadu_si256(v + i + 2), _mm256_loadu_si256(v + i + 3)));
+    }
+    return _mm256_testz_si256(a, a) && hk_secure_zero(v + i, n - i * 32);
+}
+#endif
+
+void hk_secure_clear(void *b, size_t size)
+{
+#if defined(__x86_64__)
+    if (has_avx2) {
+        clear_32(b, size);
+        return;
+    }
+#endif
+    clear_16(b, size);
+}
+
+bool hk_secure_zeroed(const void *p, size_t n)
+{
+#if defined(__x86_64__)
+    if (has_avx2)
+        return zero_32(p, n);
+#endif
+    return hk_secure_zero(p, n);
 }
 
 /* Zero bytes from 16 on: a freed block shows nothing of its old contents.
@@ -151,28 +217,41 @@ void hk_secure_freeing(struct hk_page *pg, void *p, const char *call)
 /* A free of p, 16-byte aligned in the calling thread's own small region
  * (hk_own_small): when p is the start of a block carved from a page in use,
  * the block is checked, cleared and freed here, validated as hk_page_of
- * would validate it, less the arena table (the arena is the heap's first).
- * false: p is no such block, and free_other says what it is. */
-bool hk_secure_free_own(void *p, const char *call)
+ * would validate it, less the arena table (the arena is the heap's first);
+ * anything else goes to hk_free_slow, which says what it is. */
+void hk_secure_free_own(void *p, const char *call)
 {
     uintptr_t u = (uintptr_t)p;
     const struct hk_region *r = &((const struct hk_arena *)(u & ~(HK_ARENA_SIZE - 1)))->region[HK_SMALL];
     uint32_t index = (uint32_t)((u & (HK_ARENA_SIZE - 1)) >> HK_SMALL_PAGE_SHIFT);
-    if (index - r->first >= atomic_load_explicit(&r->hwm, memory_order_relaxed) - r->first)
-        return false;
+    if (index - r->first >= atomic_load_explicit(&r->hwm, memory_order_relaxed) - r->first) {
+        hk_free_slow(p, call);
+        return;
+    }
     struct hk_page *pg = (struct hk_page *)(u & ~(((uintptr_t)1 << HK_SMALL_PAGE_SHIFT) - 1));
     uint32_t size = pg->block_size;
     /* Below the first block the offset wraps, and no multiple of the size
      * is that large. */
     uint64_t offset = u - (uintptr_t)pg->blocks;
     uint64_t i = (offset * pg->div_magic) >> 32;
-    if (size == 0 || i * size != offset || i >= (uint64_t)(pg->capacity - pg->unbumped))
-        return false;
+    if (size == 0 || i * size != offset || i >= (uint64_t)(pg->capacity - pg->unbumped)) {
+        hk_free_slow(p, call);
+        return;
+    }
     if (HK_UNLIKELY(is_free(p)))
         hk_report("double free", call, p, size);
+    /* hk_page_free_local, with the clear last, where it needs no registers
+     * kept: only this thread reads the page's list, and the link and tag
+     * are not in the bytes cleared.  A page whose last block this is may
+     * be given back by hk_page_event: cleared before. */
+    hk_set_next(p, pg->local_free);
+    pg->local_free = p;
+    if (HK_UNLIKELY(--pg->used == 0)) {
+        clear_rest(p, size);
+        hk_page_event(p);
+        return;
+    }
     clear_rest(p, size);
-    hk_page_free_local(pg, p, call);
-    return true;
 }
 
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call)

@@ -44,7 +44,7 @@ extern struct hk_secure_keys hk_secure_keys;
 
 void hk_secure_init(void); /* the secrets, once, before any block exists */
 void hk_secure_freeing(struct hk_page *pg, void *p, const char *call);
-bool hk_secure_free_own(void *p, const char *call);
+void hk_secure_free_own(void *p, const char *call);
 void hk_secure_sized_free(const void *p, size_t size, size_t align, bool exact, const char *call);
 __attribute__((noreturn, cold)) void hk_secure_written(void *block, size_t size);
 void hk_secure_live(struct hk_page *pg, const void *p, const char *call);
@@ -52,6 +52,7 @@ void hk_secure_drained(void *b);
 void *hk_secure_bitmap_taken(void *p);
 void hk_secure_page_init(struct hk_page *pg, unsigned cls);
 void hk_secure_clear(void *b, size_t size);
+bool hk_secure_zeroed(const void *p, size_t n); /* hk_secure_zero, faster for large n */
 void hk_secure_huge_freed(void *p, size_t size);
 void hk_secure_huge_taken(void *p, size_t range);
 void *hk_secure_carve(char *first, size_t size, unsigned n, void *list);
