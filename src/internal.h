@@ -213,6 +213,17 @@ static inline struct hk_page *hk_page_of_block(const void *p)
     return hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift);
 }
 
+/* Header of the page holding p, a block of an arena's medium or large
+ * region: the region's bit 30 selects the page size, with no branch (a
+ * mispredicted one cost more than the whole bitmap free). */
+static inline struct hk_page *hk_bitmap_page_of(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    uintptr_t last = u | ((uint32_t)u >= HK_LARGE_REGION_OFFSET ? ((uintptr_t)1 << HK_LARGE_PAGE_SHIFT) - 1
+                                                                : ((uintptr_t)1 << HK_MEDIUM_PAGE_SHIFT) - 1);
+    return (struct hk_page *)(last + 1 - HK_PAGE_HEADER_SIZE);
+}
+
 /* ---- size classes (size_class.c) --------------------------------------- */
 
 struct hk_class {
@@ -367,6 +378,17 @@ static inline uintptr_t hk_rotate4(uintptr_t p)
 static inline bool hk_own_small(const void *p)
 {
     return (hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4)) == hk_tls.small_key;
+}
+
+/* p is 16-byte aligned and in the medium or large region of the thread's
+ * own first arena: the arena's upper half (an arena base's bit 31 is 0, so
+ * the key's lowest bit is too).  The key is loaded again: free tests this
+ * after hk_own_small, and a key kept from there in a register would cost
+ * free's fast path a move. */
+static inline bool hk_own_bitmap(const void *p)
+{
+    uintptr_t key = *(volatile uintptr_t *)&hk_tls.small_key;
+    return ((hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4)) ^ 1) == key;
 }
 
 /* p is 16-byte aligned and in the thread's own first arena. */
