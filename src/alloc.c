@@ -1,7 +1,8 @@
 /*
  * malloc.  The fast path: size to class by one shift and a byte table, pop
- * the class's TLS free list.  Everything else (refill, larger sizes, the first call of a
- * thread) is in hk_malloc_slow.
+ * the class's TLS free list.  Sizes above 4 KiB up to 512 KiB go to
+ * hk_bitmap_malloc; everything else (refill, huge sizes, the first call of a
+ * thread) to hk_refill and hk_malloc_slow.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -23,6 +24,8 @@ HK_API HK_HOT void *hak_malloc(size_t size)
         }
         if (HK_LIKELY(cls != 0))
             return hk_refill((unsigned)cls);
+    } else if (HK_LIKELY(size <= HK_LARGE_MAX)) {
+        return hk_bitmap_malloc(size);
     }
     return hk_malloc_slow(size);
 }
@@ -46,8 +49,6 @@ HK_NOINLINE void *hk_malloc_slow(size_t size)
 {
     if (HK_UNLIKELY(size > HK_LARGE_MAX))
         return hk_huge_alloc(size, HK_OS_PAGE, false);
-    if (size > HK_SMALL_MAX)
-        return hk_bitmap_malloc(size);
     /* The class table: another library's constructor may call malloc
      * before hakmem's has run (libselinux's fopen does, in mkdir or tar). */
     if (HK_UNLIKELY(hk_tls.heap == NULL))

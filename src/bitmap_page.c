@@ -22,7 +22,7 @@
  * period.
  *
  * Medium and large blocks never enter the thread's TLS lists: malloc of a
- * size above 4 KiB comes here from hk_malloc_slow, an aligned allocation
+ * size above 4 KiB comes here (hk_bitmap_malloc), an aligned allocation
  * through hk_refill.
  */
 #include "internal.h"
@@ -36,8 +36,8 @@ void hk_bitmap_init(struct hk_page *pg)
 {
     /* Every block free; so are the bits past the last block, so that a
      * free of an address in the page's tail finds its bit set.  malloc
-     * never reaches them: it takes the lowest bit, and only while `used`
-     * is below the capacity. */
+     * takes none of them: its search of a full page ends at the first, and
+     * hk_bitmap_take_new sees it is past the last block. */
     for (unsigned w = 0; w < HK_BITMAP_WORDS; w++)
         pg->free_map[w] = ~(uint64_t)0;
     pg->unbumped = 0;
@@ -146,31 +146,39 @@ void hk_bitmap_tick(struct hk_heap *h)
     h->trim_at = now + 2 * hk_config.purge_delay_ms;
 }
 
-/* Block i of pg was just taken, at or above the page's reach in this trim
- * period (memory above `touched` is touched for the first time), or the
- * trim countdown ran out (while the heap profiler samples, it keeps the
- * countdown at 1 and counts the ticks itself). */
-HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i)
+/* The lowest free block of pg, i, is at or above the page's reach in this
+ * trim period (memory above `touched` is touched for the first time), or
+ * past its last block: the page is full. */
+HK_NOINLINE void *hk_bitmap_take_new(struct hk_heap *h, struct hk_page *pg, unsigned i)
 {
-    if (i >= pg->reach) {
-        pg->reach = (uint16_t)(i + 1);
-        if (i >= pg->touched)
-            pg->touched = (uint16_t)(i + 1);
+    if (i >= pg->capacity)
+        return hk_bitmap_alloc_slow(h, pg->cls);
+    pg->reach = (uint16_t)(i + 1);
+    if (i >= pg->touched)
+        pg->touched = (uint16_t)(i + 1);
+    return hk_bitmap_take(h, pg, pg->cls);
+}
+
+/* block, of pg, was just taken and the trim countdown ran out (while the
+ * heap profiler samples, it keeps the countdown at 1 and counts the ticks
+ * itself). */
+HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, void *block)
+{
+    if (HK_UNLIKELY(hk_heap_sampling)) {
+        h->trim_countdown = 1; /* every block is counted */
+        return hk_sample_pass_block(pg->block_size) ? block : hk_heap_sample_bitmap(h, pg, block);
     }
-    void *block = pg->blocks + (size_t)i * pg->block_size;
-    if (h->trim_countdown == 0) {
-        if (HK_UNLIKELY(hk_heap_sampling)) {
-            h->trim_countdown = 1; /* every block is counted */
-            return hk_sample_pass_block(pg->block_size) ? block : hk_heap_sample_bitmap(h, pg, block);
-        }
-        hk_bitmap_tick(h);
-    }
+    hk_bitmap_tick(h);
     return block;
 }
 
+/* The class table is built by the time the thread has a heap. */
 HK_NOINLINE void *hk_bitmap_malloc(size_t size)
 {
-    return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(hk_tls.heap, hk_size_class_above_128(size)));
+    struct hk_heap *h = hk_tls.heap;
+    if (HK_UNLIKELY(h == NULL))
+        return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc_slow(NULL, hk_size_class_above_128(size)));
+    return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(h, hk_class_of_kib[(size - HK_SMALL_MAX - 1) >> 10]));
 }
 
 HK_NOINLINE void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls)

@@ -3,8 +3,9 @@
  * region with one rotate, one shift and one compare: rotating the address
  * right by 4 moves its low bits to the top, so a pointer that is not 16-byte
  * aligned can never equal the thread's key.  Then the page header is found by
- * masking, and the block is pushed on the page's local list.  Anything else
- * (NULL, another thread's block, medium, large and huge blocks, foreign
+ * masking, and the block is pushed on the page's local list.  The thread's
+ * own medium and large blocks are found the same way, in the arena's upper
+ * half.  Anything else (NULL, another thread's block, huge blocks, foreign
  * pointers) goes to hk_free_slow, which validates before it touches memory.
  */
 #include "hakmem.h"
@@ -26,6 +27,12 @@ static inline void free_block(void *p, const char *call)
         *used = left;
         if (HK_UNLIKELY(left == 0))
             hk_page_event(p);
+        return;
+    }
+    /* The thread's own medium and large blocks: as trusted as the small ones
+     * (nothing else can live in the thread's own arena). */
+    if (!HK_SECURE_ON && hk_own_bitmap(p)) {
+        hk_bitmap_free(hk_bitmap_page_of(p), p, call);
         return;
     }
 #ifdef HK_SECURE
@@ -67,7 +74,7 @@ HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
 
 /* Anything but the thread's own blocks: validate, then free it locally,
  * remotely, or as a huge block; report what hakmem did not hand out. */
-static HK_NOINLINE void free_other(void *p, const char *call)
+HK_NOINLINE void hk_free_slow(void *p, const char *call)
 {
     if (p == NULL)
         return;
@@ -85,21 +92,6 @@ static HK_NOINLINE void free_other(void *p, const char *call)
     }
     if (!hk_huge_free(p) && !hk_guard_free(p, call))
         hk_invalid_pointer(call, p);
-}
-
-HK_NOINLINE void hk_free_slow(void *p, const char *call)
-{
-    /* The thread's own medium and large blocks: as trusted as the small ones
-     * of the fast path (nothing else can live in the thread's own arena).
-     * A 16-aligned block of the arena outside its small region is one. */
-    if (!HK_SECURE_ON && hk_own_arena(p)) {
-        uintptr_t u = (uintptr_t)p;
-        unsigned shift = (uint32_t)u < HK_LARGE_REGION_OFFSET ? HK_MEDIUM_PAGE_SHIFT
-                                                               : HK_LARGE_PAGE_SHIFT;
-        hk_bitmap_free(hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift), p, call);
-        return;
-    }
-    free_other(p, call);
 }
 
 /* The sized and aligned forms carry information hakmem does not need. */

@@ -76,7 +76,7 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 
 #define HK_OS_PAGE 4096
 #define HK_CACHE_LINE 64
-#define HK_BITMAP_WORDS 4 /* a medium or large page has at most 256 blocks */
+#define HK_BITMAP_WORDS 4 /* a medium or large page has at most 255 blocks */
 
 /* ---- start-up and errors (init.c, error.c) ------------------------------- */
 
@@ -213,6 +213,17 @@ static inline struct hk_page *hk_page_of_block(const void *p)
     return hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift);
 }
 
+/* Header of the page holding p, a block of an arena's medium or large
+ * region: the region's bit 30 selects the page size, with no branch (a
+ * mispredicted one cost more than the whole bitmap free). */
+static inline struct hk_page *hk_bitmap_page_of(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    uintptr_t last = u | ((uint32_t)u >= HK_LARGE_REGION_OFFSET ? ((uintptr_t)1 << HK_LARGE_PAGE_SHIFT) - 1
+                                                                : ((uintptr_t)1 << HK_MEDIUM_PAGE_SHIFT) - 1);
+    return (struct hk_page *)(last + 1 - HK_PAGE_HEADER_SIZE);
+}
+
 /* ---- size classes (size_class.c) --------------------------------------- */
 
 struct hk_class {
@@ -229,6 +240,9 @@ extern struct hk_class hk_classes[HK_NCLASSES];
 
 extern uint8_t hk_class_of_index[HK_FAST_INDEXES]; /* by (size + 15) >> 4 */
 extern unsigned hk_first_medium_class; /* this class and above: medium or large */
+/* The class of a size in (HK_SMALL_MAX, HK_LARGE_MAX], by (size -
+ * HK_SMALL_MAX - 1) >> 10: the classes there begin at multiples of 1 KiB. */
+extern uint8_t hk_class_of_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 10];
 
 /* The class of a size in (128, HK_LARGE_MAX]: four per doubling. */
 static inline unsigned hk_size_class_above_128(size_t size)
@@ -369,6 +383,17 @@ static inline bool hk_own_small(const void *p)
     return (hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4)) == hk_tls.small_key;
 }
 
+/* p is 16-byte aligned and in the medium or large region of the thread's
+ * own first arena: the arena's upper half (an arena base's bit 31 is 0, so
+ * the key's lowest bit is too).  The key is loaded again: free tests this
+ * after hk_own_small, and a key kept from there in a register would cost
+ * free's fast path a move. */
+static inline bool hk_own_bitmap(const void *p)
+{
+    uintptr_t key = *(volatile uintptr_t *)&hk_tls.small_key;
+    return ((hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4)) ^ 1) == key;
+}
+
 /* p is 16-byte aligned and in the thread's own first arena. */
 static inline bool hk_own_arena(const void *p)
 {
@@ -446,35 +471,41 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 void hk_bitmap_init(struct hk_page *pg);
 size_t hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
 void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
-void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i);
+void *hk_bitmap_take_new(struct hk_heap *h, struct hk_page *pg, unsigned i); /* i >= reach */
+void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, void *block); /* it hit 0 */
 void hk_bitmap_tick(struct hk_heap *h); /* every HK_TRIM_COUNTDOWN allocations */
-void *hk_bitmap_malloc(size_t size); /* a size above HK_SMALL_MAX */
+void *hk_bitmap_malloc(size_t size); /* a size in (HK_SMALL_MAX, HK_LARGE_MAX] */
 void hk_bitmap_page_event(struct hk_page *pg); /* a free emptied pg, or pg not current */
 
-/* Take the lowest free block of pg, which has one.  The page's reach and
- * the trim countdown are looked after out of line, where the block's
- * address is computed again, so that this path needs no stack frame. */
-static inline void *hk_bitmap_take(struct hk_heap *h, struct hk_page *pg, unsigned cls)
+/* Take the lowest free block of pg, the class's current page.  The search
+ * always ends: the bits past the last block stay set.  A block at or above
+ * the page's reach (which is at most its capacity, so a full page goes
+ * there too) and the end of the trim countdown are looked after out of
+ * line, so that this path needs no stack frame.  (cls is a size_t here:
+ * it indexes the heap's arrays with no zero extension.) */
+static inline void *hk_bitmap_take(struct hk_heap *h, struct hk_page *pg, size_t cls)
 {
     unsigned w = 0;
     while (pg->free_map[w] == 0)
         w++;
     uint64_t map = pg->free_map[w];
     unsigned i = w * 64 + (unsigned)__builtin_ctzll(map);
+    if (HK_UNLIKELY(i >= pg->reach))
+        return hk_bitmap_take_new(h, pg, i);
     pg->free_map[w] = map & (map - 1);
     pg->used++;
     uint64_t *supplied = &h->supplied[cls]; /* as hk_count (stats.h) */
     __atomic_store_n(supplied, __atomic_load_n(supplied, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    uint32_t countdown = --h->trim_countdown;
-    if (HK_UNLIKELY(i >= pg->reach || countdown == 0))
-        return hk_bitmap_taken(h, pg, i);
-    return pg->blocks + (size_t)i * pg->block_size;
+    void *block = pg->blocks + (size_t)i * pg->block_size;
+    if (HK_UNLIKELY(--h->trim_countdown == 0))
+        return hk_bitmap_taken(h, pg, block);
+    return block;
 }
 
-static inline void *hk_bitmap_alloc(struct hk_heap *h, unsigned cls)
+static inline void *hk_bitmap_alloc(struct hk_heap *h, size_t cls)
 {
     struct hk_page *pg;
-    if (HK_UNLIKELY(h == NULL || (pg = h->current[cls]) == NULL || pg->used == pg->capacity))
+    if (HK_UNLIKELY(h == NULL || (pg = h->current[cls]) == NULL))
         return hk_bitmap_alloc_slow(h, cls);
     return hk_bitmap_take(h, pg, cls);
 }

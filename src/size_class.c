@@ -10,6 +10,7 @@
 
 struct hk_class hk_classes[HK_NCLASSES];
 uint8_t hk_class_of_index[HK_FAST_INDEXES];
+uint8_t hk_class_of_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 10];
 unsigned hk_first_medium_class;
 
 static unsigned class_kind(size_t size)
@@ -44,8 +45,9 @@ void hk_classes_init(void)
         } else {
             k->first_block = 0;
             k->capacity = (uint16_t)((page - HK_PAGE_HEADER_SIZE) / size);
-            if (k->capacity > HK_BITMAP_WORDS * 64)
-                hk_fatal("a medium or large page holds more blocks than its bitmap");
+            /* A bit past the last block ends malloc's search of a full page. */
+            if (k->capacity >= HK_BITMAP_WORDS * 64)
+                hk_fatal("a medium or large page's bitmap has no bit past its blocks");
         }
         k->div_magic = (uint32_t)((((uint64_t)1 << 32) + size - 1) / size);
         /* A small class's refill serves at least a batch, about 4 KiB of
@@ -87,6 +89,8 @@ void hk_classes_init(void)
         size_t size = (size_t)i * 16;
         hk_class_of_index[i] = (uint8_t)(size <= 128 ? i : hk_size_class_above_128(size));
     }
+    for (unsigned i = 0; i < sizeof hk_class_of_kib; i++)
+        hk_class_of_kib[i] = (uint8_t)hk_size_class_above_128(HK_SMALL_MAX + 1 + ((size_t)i << 10));
 }
 
 /* The smallest class whose blocks are all aligned to align (a power of two
