@@ -3,6 +3,7 @@ to tell that a run was really served by the one we meant."""
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -139,9 +140,11 @@ def hakmem_secure():
 
 def hakmem_heapprof():
     """hakmem with its heap profiler on at the default rate, dumping into
-    build/bench/heap-profiles: the profiler's cost is read against hakmem's
+    build/bench/heap-profiles (emptied first: each run of a workload leaves
+    its dumps there): the profiler's cost is read against hakmem's
     (report.py), so it is no peer either."""
     prefix = os.path.join(paths.BIN_DIR, "heap-profiles", "run")
+    shutil.rmtree(os.path.dirname(prefix), ignore_errors=True)  # the last run's
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     return hakmem(name="hakmem-heapprof", settings={"HAKMEM_HEAP_PROFILE": prefix})
 
