@@ -574,20 +574,12 @@ static void give_back(struct hk_heap *h, struct hk_page *pg, void *list, unsigne
     hk_count(&h->returned[pg->cls], n);
 }
 
-/* A small refill while sampling (refill_slow): the TLS list gets the blocks
- * that end before the next sample point; the malloc at the point is sampled. */
-void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls)
+/* A small refill while sampling (refill_sampled, page.c): the TLS list
+ * gets the blocks that end before the next sample point; the malloc at the
+ * point is sampled. */
+void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls, void *list,
+                            unsigned n)
 {
-    if (h == NULL && (h = hk_heap_attach()) == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    uint64_t supplied = h->supplied[cls];
-    struct hk_page *pg;
-    void *list = hk_refill_take(h, cls, &pg);
-    if (list == NULL)
-        return NULL;
-    unsigned n = (unsigned)(h->supplied[cls] - supplied);
     struct prof_tls *t = prof_state();
     uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */

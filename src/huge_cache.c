@@ -9,7 +9,6 @@
  * with 100 MiB buffers gains from keeping one more than one that uses 1 MiB.
  */
 #include <pthread.h>
-#include <string.h>
 
 #include "internal.h"
 #include "stats.h"

@@ -455,9 +455,6 @@ void hk_purge_fork_child(void);
 /* ---- pages (page.c) ------------------------------------------------------ */
 
 void *hk_refill(unsigned cls);
-/* refill_slow's taking of blocks for class cls's TLS list: the list (NULL:
- * out of memory), its page in *pgp (its length: what h->supplied[cls] grew). */
-void *hk_refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp);
 void hk_page_event(void *block); /* a local free of block brought used to zero */
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
 struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);
@@ -749,7 +746,10 @@ static inline bool hk_sample_pass_block(uint64_t size)
     return true;
 }
 void hk_heap_profile_start(void); /* once, from the constructor */
-void *hk_heap_sample_refill(struct hk_heap *h, unsigned cls);
+/* A refill's list of n blocks of class cls, taken from pg, holds a point:
+ * the TLS list gets those before it; the first block, or the sampled one. */
+void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls, void *list,
+                            unsigned n);
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);
 /* A huge allocation: its kinds of sample (HK_SAMPLE_*), and its site + 1
  * when profiled (else 0). */

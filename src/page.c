@@ -193,6 +193,12 @@ refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp)
     }
 }
 
+/* Blocks of pg this thread freed, on its local list. */
+static inline unsigned local_freed(const struct hk_page *pg)
+{
+    return (unsigned)(pg->capacity - pg->unbumped - pg->used);
+}
+
 /* The quick refill is ready: the current page has enough blocks freed by
  * this thread, no delayed frees wait, and none of the detours (HK_DETOUR_*
  * bits) is asked for. */
@@ -201,14 +207,13 @@ static inline bool local_ready(struct hk_heap *h, struct hk_page *pg, unsigned c
     return pg != NULL && pg->local_free != NULL &&
            !(atomic_load_explicit(&hk_detour, memory_order_relaxed) & detours) &&
            atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL &&
-           ((unsigned)(pg->capacity - pg->unbumped - pg->used) * 2 >= hk_classes[cls].batch ||
-            pg->unbumped == 0);
+           (local_freed(pg) * 2 >= hk_classes[cls].batch || pg->unbumped == 0);
 }
 
 /* The quick refill: those blocks. */
 static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned cls)
 {
-    unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
+    unsigned freed = local_freed(pg);
     HK_CHECK_PAGE(pg);
     void *list = pg->local_free;
     pg->local_free = NULL;
@@ -216,18 +221,6 @@ static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned c
     hk_count(&h->refills[cls], 1);
     hk_count(&h->supplied[cls], freed);
     return list;
-}
-
-/* The sampler's refill (heap_profile.c): the quick one when the purger
- * need not be started, else the general one. */
-HK_NOINLINE void *hk_refill_take(struct hk_heap *h, unsigned cls, struct hk_page **pgp)
-{
-    struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
-    if (local_ready(h, pg, cls, HK_DETOUR_PURGER)) {
-        *pgp = pg;
-        return local_take(h, pg, cls);
-    }
-    return refill_take(h, cls, pgp);
 }
 
 /* The first block of a refill's list, the rest to the thread's list. */
@@ -241,18 +234,35 @@ static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls)
     return list;
 }
 
+/* A general refill while sampling, for the profiler to cut (out of line:
+ * the quick path below keeps a short frame). */
+static HK_NOINLINE void *refill_general_sampled(struct hk_heap *h, unsigned cls)
+{
+    if (h == NULL && (h = hk_heap_attach()) == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uint64_t supplied = h->supplied[cls];
+    struct hk_page *pg;
+    void *list = refill_take(h, cls, &pg);
+    if (list == NULL)
+        return NULL;
+    return hk_heap_sample_refill(h, pg, cls, list, (unsigned)(h->supplied[cls] - supplied));
+}
+
 /* While sampling, every refill comes here: the quick one, when its blocks
- * hold no sample point, is counted inline; the others go to the profiler,
- * which cuts the list at the point. */
+ * hold no sample point, is counted inline; any other list goes to the
+ * profiler, which cuts it at the point. */
 static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
 {
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
-    if (local_ready(h, pg, cls, HK_DETOUR_PURGER) &&
-        hk_sample_pass_refill((unsigned)(pg->capacity - pg->unbumped - pg->used),
-                              hk_classes[cls].block_size, cls)) {
-        return hand_out(pg, local_take(h, pg, cls), cls);
-    }
-    return hk_heap_sample_refill(h, cls);
+    if (!local_ready(h, pg, cls, HK_DETOUR_PURGER))
+        return refill_general_sampled(h, cls);
+    unsigned n = local_freed(pg);
+    void *list = local_take(h, pg, cls);
+    if (hk_sample_pass_refill(n, hk_classes[cls].block_size, cls))
+        return hand_out(pg, list, cls);
+    return hk_heap_sample_refill(h, pg, cls, list, n);
 }
 
 /* The general refill (while sampling, refill_sampled's). */
@@ -313,8 +323,7 @@ void *hk_refill(unsigned cls)
     /* local_ready, in an order that keeps this path short */
     if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_refill_detoured() &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
-        unsigned freed = (unsigned)(pg->capacity - pg->unbumped - pg->used);
-        if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
+        if (local_freed(pg) * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
             return hand_out(pg, local_take(h, pg, cls), cls);
         }
     }
