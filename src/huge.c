@@ -199,7 +199,8 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
 }
 
 /* A spare of len bytes or more, but not twice as many, starting at a
- * multiple of align, taken out; NULL if none.  Lock held. */
+ * multiple of align, taken out; its addr is 0 if there is none.  Lock
+ * held. */
 static struct spare take_spare(size_t len, size_t align)
 {
     struct spare *best = NULL, found = {0, 0};
