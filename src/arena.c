@@ -5,7 +5,8 @@
  * then purged (the clean map): how, here; when and how many, purge.c.  The
  * region state is guarded by the heap's
  * pool lock, which only the owner's slow paths and the purger take; other
- * threads read only what hk_page_of needs (hwm, atomically).
+ * threads read only what hk_block_home needs (hwm, atomically, and the
+ * class map).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -77,11 +78,30 @@ static char *compact_slot(size_t header_bytes)
 
 /* Bytes of page 0 that hold the arena header, `extra` bytes for the caller
  * and the region maps. */
-static size_t header_size(size_t extra, const uint32_t *npages)
+/* The class map (hk_arena.page_class) has a byte per page of each region,
+ * the small region's first: a free from another thread finds the block's
+ * class there, in bytes that sit side by side, where its page header would
+ * cost a cache miss (the headers are 64 KiB apart, so they all compete for
+ * the same few sets of every cache).  Compact arenas have none: their
+ * header must stay one OS page. */
+static uint32_t class_map_bytes(void)
+{
+    return region_pages[HK_SMALL] + region_pages[HK_MEDIUM] + region_pages[HK_LARGE];
+}
+
+static uint32_t class_map_index(unsigned kind, uint32_t index)
+{
+    return (kind > HK_SMALL ? region_pages[HK_SMALL] : 0) +
+           (kind > HK_MEDIUM ? region_pages[HK_MEDIUM] : 0) + index;
+}
+
+static size_t header_size(size_t extra, const uint32_t *npages, bool compact)
 {
     size_t bytes = sizeof(struct hk_arena) + ((extra + 63) & ~(size_t)63);
     for (unsigned k = 0; k < HK_NKINDS; k++)
         bytes += map_words(npages[k]) * sizeof(uint64_t);
+    if (!compact)
+        bytes += class_map_bytes();
     return (bytes + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
 }
 
@@ -89,8 +109,8 @@ static size_t header_size(size_t extra, const uint32_t *npages)
  * region maps, and `extra` bytes for the caller (the heap itself). */
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
 {
-    size_t header_bytes = header_size(extra, compact_region_pages);
-    if (header_size(extra, region_pages) > ((size_t)1 << HK_SMALL_PAGE_SHIFT))
+    size_t header_bytes = header_size(extra, compact_region_pages, true);
+    if (header_size(extra, region_pages, false) > ((size_t)1 << HK_SMALL_PAGE_SHIFT))
         hk_fatal("arena header does not fit in page 0");
     bool compact = false;
     uint64_t reserved = HK_ARENA_SIZE, committed = COMMIT_CHUNK;
@@ -131,6 +151,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
         r->cleanmap = maps;
         maps += map_words(r->npages);
     }
+    a->page_class = compact ? NULL : (uint8_t *)maps; /* zero: every page free */
     hk_stat_add(&hk_os_stats.arenas, 1);
     atomic_store_explicit(&hk_arena_table[slot], a, memory_order_release);
     return a;
@@ -175,6 +196,13 @@ static size_t page_bytes(unsigned kind)
 static char *page_base(const struct hk_page *pg, unsigned kind)
 {
     return (char *)((uintptr_t)pg & ~(page_bytes(kind) - 1));
+}
+
+/* The index of pg, a page of `kind`, in its region of a. */
+static uint32_t page_index(const struct hk_arena *a, const struct hk_page *pg, unsigned kind)
+{
+    uintptr_t offset = (uintptr_t)page_base(pg, kind) - a->base - hk_region_offset(kind);
+    return (uint32_t)(offset >> hk_page_shift(kind));
 }
 
 static char *header_os_page(char *base, unsigned kind)
@@ -382,7 +410,7 @@ static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigne
     if (!region_grow(a, kind))
         return NULL;
     uint32_t index = atomic_load_explicit(&r->hwm, memory_order_relaxed);
-    /* Other threads read hwm in hk_page_of, without a lock. */
+    /* Other threads read hwm in hk_block_home, without a lock. */
     atomic_store_explicit(&r->hwm, index + 1, memory_order_release);
     return hk_page_header(page_addr(a, kind, index), shift);
 }
@@ -471,6 +499,8 @@ bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
     struct hk_heap *h = a->heap;
     pg->state = HK_PAGE_FREE;
     pg->block_size = 0;
+    if (a->page_class != NULL)
+        a->page_class[class_map_index(pg->kind, page_index(a, pg, pg->kind))] = 0;
     pg->freed_at = now;
     pthread_mutex_lock(&h->pool_lock);
     HK_ASSERT(a->pages_in_use > 0);
@@ -560,8 +590,7 @@ size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
         pthread_mutex_lock(&h->pool_lock);
         h->purges_in_flight--;
         for (size_t i = 0; i < n; i++) {
-            uintptr_t base = (uintptr_t)page_base(batch[i], kind);
-            uint32_t index = (uint32_t)((base - a->base - hk_region_offset(kind)) >> shift);
+            uint32_t index = page_index(a, batch[i], kind);
             r->cleanmap[index / 64] |= (uint64_t)1 << (index % 64);
             if (index / 64 < r->clean_hint)
                 r->clean_hint = index / 64;
@@ -632,42 +661,70 @@ void hk_arena_release_empty(struct hk_heap *h)
     }
 }
 
-/* The page of a block, or NULL: `shift` and the region are those of the
- * arena offset `off` of p. */
-static inline struct hk_page *page_of(const struct hk_arena *a, uintptr_t p, uintptr_t off,
-                                      unsigned kind, unsigned shift)
+/* Set up pg, a page of its arena taken for class cls: its class map byte
+ * (written after the header, which the owner has set up). */
+void hk_arena_page_in_use(struct hk_page *pg, unsigned cls)
+{
+    struct hk_arena *a = arena_of_page(pg);
+    if (a->page_class != NULL)
+        a->page_class[class_map_index(pg->kind, page_index(a, pg, pg->kind))] = (uint8_t)cls;
+}
+
+/* Is p, at `in_page` bytes from the base of a page of class cls (or of the
+ * class its header names), the start of one of its `capacity` blocks?  A p
+ * below the first block (a small page's header) wraps around to a huge
+ * offset, which no block has. */
+static inline bool block_start(uint64_t in_page, uint32_t first_block, uint32_t size,
+                               uint32_t div_magic, uint32_t capacity)
+{
+    uint64_t offset = in_page - first_block;
+    uint64_t block = (offset * div_magic) >> 32;
+    return block * size == offset && block < capacity;
+}
+
+/* p's home, if p is a block: `shift` and the region are those of the arena
+ * offset `off` of p. */
+static inline bool block_home(struct hk_arena *a, uintptr_t p, uintptr_t off, unsigned kind,
+                              unsigned shift, struct hk_block_home *home)
 {
     const struct hk_region *r = &a->region[kind];
     uint32_t index = (uint32_t)((off - hk_region_offset(kind)) >> shift);
     uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
     if (index - r->first >= hwm - r->first)
-        return NULL; /* page 0, or never handed out */
+        return false; /* page 0, or never handed out */
     uintptr_t base = p & ~(((uintptr_t)1 << shift) - 1);
     struct hk_page *pg = hk_page_header(base, shift);
-    uint32_t size = pg->block_size;
-    if (size == 0)
-        return NULL; /* a free page */
-    uintptr_t first = (uintptr_t)hk_page_blocks(pg);
-    if (p < first)
-        return NULL; /* the header of a small page */
-    uint64_t in_page = p - first;
-    uint64_t block = (in_page * pg->div_magic) >> 32;
-    if (block * size != in_page || block >= pg->capacity)
-        return NULL; /* not the start of a block */
-    return pg;
+    unsigned cls;
+    if (HK_LIKELY(a->page_class != NULL)) {
+        cls = a->page_class[class_map_index(kind, index)];
+        const struct hk_class *k = &hk_classes[cls];
+        if (cls == 0 || /* a free page */
+            !block_start(p - base, k->first_block, k->block_size, k->div_magic, k->capacity))
+            return false;
+    } else {
+        /* A compact arena: the page's capacity is what it maps. */
+        if (pg->block_size == 0 ||
+            !block_start(p - base, pg->first_block, pg->block_size, pg->div_magic, pg->capacity))
+            return false;
+        cls = pg->cls;
+    }
+    home->page = pg;
+    home->heap = a->heap; /* an arena's pages are its heap's */
+    home->cls = cls;
+    return true;
 }
 
-struct hk_page *hk_page_of(const void *ptr)
+bool hk_block_home(const void *ptr, struct hk_block_home *home)
 {
     uintptr_t p = (uintptr_t)ptr;
     struct hk_arena *a = hk_arena_of(p);
     if (a == NULL || (p & 15) != 0)
-        return NULL;
+        return false;
     uintptr_t off = p & (HK_ARENA_SIZE - 1);
     /* Written out per region, so that each case works with constants. */
     if (HK_LIKELY(off < hk_region_offset(HK_MEDIUM)))
-        return page_of(a, p, off, HK_SMALL, HK_SMALL_PAGE_SHIFT);
+        return block_home(a, p, off, HK_SMALL, HK_SMALL_PAGE_SHIFT, home);
     if (off < hk_region_offset(HK_LARGE))
-        return page_of(a, p, off, HK_MEDIUM, HK_MEDIUM_PAGE_SHIFT);
-    return page_of(a, p, off, HK_LARGE, HK_LARGE_PAGE_SHIFT);
+        return block_home(a, p, off, HK_MEDIUM, HK_MEDIUM_PAGE_SHIFT, home);
+    return block_home(a, p, off, HK_LARGE, HK_LARGE_PAGE_SHIFT, home);
 }

@@ -78,16 +78,16 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
 {
     if (p == NULL)
         return;
-    struct hk_page *pg = hk_page_of(p);
-    if (pg != NULL) {
-        HK_SECURE_FREEING(pg, p, call);
+    struct hk_block_home home;
+    if (hk_block_home(p, &home)) {
+        HK_SECURE_FREEING(home.page, p, call);
         struct hk_heap *mine = hk_tls.heap;
-        if (pg->heap == mine)
-            hk_page_free_local(pg, p, call);
-        else if (mine != NULL && hk_classes[pg->cls].foreign_cap != 0)
-            hk_foreign_free(mine, pg, p);
+        if (home.heap == mine)
+            hk_page_free_local(home.page, p, call);
+        else if (mine != NULL && hk_classes[home.cls].foreign_cap != 0)
+            hk_foreign_free(mine, home.cls, p);
         else
-            hk_remote_free(pg->heap, p);
+            hk_remote_free(home.heap, p);
         return;
     }
     if (!hk_huge_free(p) && !hk_guard_free(p, call))

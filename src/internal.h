@@ -127,10 +127,12 @@ enum hk_page_state {
 };
 
 /* The page header (see hk_page_header for where it is): two cache lines,
- * so that other threads, which read the first to validate their frees, do
- * not pull back and forth the line the owner's frees write. */
+ * so that other threads, which may read the first, do not pull back and
+ * forth the line the owner's frees write.  (Their frees validate blocks in
+ * the arena's class map, not here, but in a compact arena and in the
+ * hardened build.) */
 struct hk_page {
-    /* Read by any thread (hk_page_of); written only at page set-up. */
+    /* Read by any thread; written only at page set-up. */
     struct hk_heap *heap;     /* owner; fixed for the page's life */
     uint32_t block_size;      /* 0 while the page is free */
     uint32_t div_magic;       /* the class's ceil(2^32 / block_size) */
@@ -281,6 +283,10 @@ struct hk_arena {
     struct hk_heap *heap;
     struct hk_arena *next; /* the heap's other arenas */
     uintptr_t base;
+    /* The class of each page's blocks, a byte per page of each region
+     * (0: free), so that a free from another thread validates the block
+     * without reading its page header (arena.c); NULL in a compact arena. */
+    uint8_t *page_class;
     bool compact; /* only what is in use is mapped (arena.c) */
     uint32_t header_bytes; /* of page 0: this header, the heap, the maps */
     uint32_t pages_in_use; /* pages not free (guarded by the pool lock) */
@@ -295,6 +301,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
 struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned cls);
 unsigned hk_arena_page_capacity(const struct hk_page *pg, unsigned capacity);
 bool hk_arena_page_extend(struct hk_page *pg); /* more blocks mapped (compact) */
+void hk_arena_page_in_use(struct hk_page *pg, unsigned cls); /* set up: its class map byte */
 bool hk_arena_page_free(struct hk_page *pg, uint64_t now); /* true: over the owner's keep */
 size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
                        uint64_t cutoff, uint32_t keep); /* pool lock held */
@@ -309,10 +316,30 @@ static inline struct hk_arena *hk_arena_of(uintptr_t p)
     return atomic_load_explicit(&hk_arena_table[slot], memory_order_acquire);
 }
 
-/* Page header of an in-use page holding p, or NULL when p is not the start
- * of a block hakmem handed out from an arena (foreign, interior, misaligned,
- * or in a free page). */
-struct hk_page *hk_page_of(const void *p);
+/* Where a block lives: its page, the page's owner and class. */
+struct hk_block_home {
+    struct hk_page *page;
+    struct hk_heap *heap;
+    unsigned cls;
+};
+/* True, with p's home, when p is the start of a block hakmem handed out
+ * from an arena (not foreign, interior, misaligned, or in a free page).
+ * Outside compact arenas it reads no page header. */
+bool hk_block_home(const void *p, struct hk_block_home *home);
+
+/* The heap that owns p, a block of an arena (an arena's pages are all its
+ * heap's): read from the arena, not the block's page header. */
+static inline struct hk_heap *hk_heap_of_block(const void *p)
+{
+    return hk_arena_of((uintptr_t)p)->heap;
+}
+
+/* Page header of an in-use page holding p, or NULL (see hk_block_home). */
+static inline struct hk_page *hk_page_of(const void *p)
+{
+    struct hk_block_home home;
+    return hk_block_home(p, &home) ? home.page : NULL;
+}
 
 /* ---- heaps (heap.c) ------------------------------------------------------ */
 
@@ -526,7 +553,7 @@ static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
 
 void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
-void hk_foreign_free(struct hk_heap *h, struct hk_page *pg, void *p);
+void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
 void hk_foreign_send(struct hk_heap *h, unsigned cls);
 
 /* Is block b, of class cls's TLS list, another heap's?  The list holds other

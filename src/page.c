@@ -46,6 +46,7 @@ void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls)
     pg->blocks = hk_page_blocks(pg);
     if (pg->kind != HK_SMALL)
         hk_bitmap_init(pg);
+    hk_arena_page_in_use(pg, cls);
 }
 
 /* Link the next batch of never-used blocks in front of `list` (the

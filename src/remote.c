@@ -22,8 +22,9 @@
  * the freeing thread collects them in a small list of its own, per owner
  * heap, and sends the whole list with one atomic exchange onto the owner's
  * delayed list.  The owner drains that list on its next refill, freeing each
- * block as its own.  The freeing thread only reads the page header (to
- * validate the pointer), so the owner's cache lines stay with the owner.
+ * block as its own.  The freeing thread reads no page header (it validates
+ * the pointer in the arena's class map), so the owner's cache lines stay
+ * with the owner.
  */
 #include "internal.h"
 #include "stats.h"
@@ -76,7 +77,7 @@ void hk_foreign_send(struct hk_heap *h, unsigned cls)
     uint64_t n = 0;
     while (b != NULL && hk_foreign_block(h, cls, b)) {
         void *next = hk_next(b);
-        hk_remote_free(hk_page_of_block(b)->heap, b);
+        hk_remote_free(hk_heap_of_block(b), b);
         b = next;
         n++;
     }
@@ -85,12 +86,11 @@ void hk_foreign_send(struct hk_heap *h, unsigned cls)
     hk_count(&h->returned[cls], n);
 }
 
-/* Free p, a small block of pg, which belongs to another heap than h, the
- * calling thread's: keep it for this thread's mallocs. */
-void hk_foreign_free(struct hk_heap *h, struct hk_page *pg, void *p)
+/* Free p, a small block of class cls of another heap than h, the calling
+ * thread's: keep it for this thread's mallocs. */
+void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
 {
     struct hk_tls *t = &hk_tls;
-    unsigned cls = pg->cls;
     unsigned cap = hk_classes[cls].foreign_cap;
     if (HK_UNLIKELY(t->foreign[cls] >= cap)) {
         /* Count those still there: mallocs may have taken some. */
