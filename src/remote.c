@@ -9,8 +9,8 @@
  * threads spends its time.  The block stays counted as out in its own page
  * (it is: this thread holds it), so no page header is written.
  *
- * Only blocks of whole cache lines are kept (a smaller one shares its line
- * with blocks other threads may be writing), and only so many per class
+ * Only blocks of a cache line or more are kept (a smaller one shares its
+ * line with blocks other threads may be writing), and only so many per class
  * (foreign_cap, size_class.c), or a thread that frees what others allocate
  * and allocates little would hoard them.
  * Since a class's list gets the current page's blocks only when it runs

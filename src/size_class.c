@@ -74,14 +74,15 @@ void hk_classes_init(void)
         k->regain = (uint16_t)(regain < 1 ? 1 : regain);
         /* Another heap's blocks a thread keeps for its own mallocs of the
          * class (remote.c): four batches, 16 KiB of blocks.  Only blocks of
-         * whole cache lines: a smaller one shares its line with blocks that
-         * other threads may be writing, and a thread that reused it would
-         * write that line too (passive false sharing: 5x slower writes on
-         * false-sharing-passive).  Never in the hardened build, whose
-         * free lists hold only blocks of one page (secure.c checks each
-         * link against it). */
-        bool whole_lines = size % HK_CACHE_LINE == 0;
-        bool reuse = k->kind == HK_SMALL && whole_lines && !HK_SECURE_ON;
+         * a cache line or more: a smaller one lies in a line with blocks
+         * that other threads may be writing all over, and a thread that
+         * reused it would write that line too (passive false sharing: 5x
+         * slower writes on false-sharing-passive).  A larger block shares
+         * at most its first and last line with a neighbour.  Never in the
+         * hardened build, whose free lists hold only blocks of one page
+         * (secure.c checks each link against it). */
+        bool line_or_more = size >= HK_CACHE_LINE;
+        bool reuse = k->kind == HK_SMALL && line_or_more && !HK_SECURE_ON;
         k->foreign_cap = (uint16_t)(reuse ? 4 * batch : 0);
     }
     hk_class_of_index[0] = 1;
