@@ -156,15 +156,42 @@ static void heap_thread_exit(void *arg)
         hk_purge_stop();
 }
 
+static inline void drain_block(void *b)
+{
+    HK_SECURE_DRAINED(b);
+    hk_page_free_local(hk_page_of_block(b), b, "free");
+}
+
+/* How many blocks ahead of the one it frees the drain asks for a block's
+ * line: their addresses are known, so their misses overlap. */
+#define DRAIN_AHEAD 8
+
 void hk_heap_drain_delayed(struct hk_heap *h)
 {
-    void *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
-    while (b != NULL) {
-        void *next = hk_next(b);
-        HK_SECURE_DRAINED(b);
-        hk_page_free_local(hk_page_of_block(b), b, "free");
-        b = next;
+    struct hk_remote_msg *m = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
+    struct hk_remote_msg *done = NULL, *done_last = NULL;
+    while (m != NULL) {
+        struct hk_remote_msg *next = m->next;
+        if (m->count == 0) { /* the block itself (remote.c) */
+            drain_block(m);
+        } else {
+            unsigned n = m->count;
+            for (unsigned i = 0; i < n && i < DRAIN_AHEAD; i++)
+                __builtin_prefetch(m->blocks[i], 1);
+            for (unsigned i = 0; i < n; i++) {
+                if (i + DRAIN_AHEAD < n)
+                    __builtin_prefetch(m->blocks[i + DRAIN_AHEAD], 1);
+                drain_block(m->blocks[i]);
+            }
+            m->next = done;
+            done = m;
+            if (done_last == NULL)
+                done_last = m;
+        }
+        m = next;
     }
+    if (done != NULL)
+        hk_remote_msgs_release(done, done_last);
 }
 
 /* hak_collect: everything that can go back to the OS, now.  The calling
@@ -254,6 +281,7 @@ static void fork_prepare(void)
     hk_purge_fork_lock(); /* first: a thread stopping the purger holds it */
     hk_heap_profile_fork_lock(); /* before the huge locks, as a sampled free */
     hk_guard_fork_lock();
+    hk_remote_fork_lock();
     pthread_mutex_lock(&heaps_lock);
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_lock(&h->pool_lock);
@@ -266,6 +294,7 @@ static void fork_parent(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_unlock(&h->pool_lock);
     pthread_mutex_unlock(&heaps_lock);
+    hk_remote_fork_unlock(false);
     hk_guard_fork_unlock(false);
     hk_heap_profile_fork_unlock(false);
     hk_purge_fork_parent();
@@ -277,6 +306,7 @@ static void fork_child(void)
     for (struct hk_heap *h = all_heaps; h != NULL; h = h->next)
         pthread_mutex_init(&h->pool_lock, NULL);
     pthread_mutex_init(&heaps_lock, NULL);
+    hk_remote_fork_unlock(true);
     hk_guard_fork_unlock(true);
     hk_heap_profile_fork_unlock(true);
     atomic_store(&threads_live, hk_tls.heap != NULL ? 1 : 0);

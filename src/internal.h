@@ -347,7 +347,7 @@ struct hk_heap {
     struct hk_page *current[HK_NCLASSES]; /* page whose free list is in TLS */
     struct hk_page *queue[HK_NCLASSES];   /* pages with free blocks */
     struct hk_page *retired_current[HK_NCLASSES]; /* last retired on emptying */
-    _Atomic(void *) delayed;  /* blocks other threads freed (remote.c) */
+    _Atomic(struct hk_remote_msg *) delayed; /* blocks other threads freed (remote.c) */
     struct hk_arena *arenas;  /* first arena holds this heap */
     struct hk_heap *next;     /* registry of all heaps */
     struct hk_heap *next_abandoned;
@@ -372,6 +372,16 @@ static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
     return ((uintptr_t)p >> HK_ARENA_SHIFT) == (h->arenas->base >> HK_ARENA_SHIFT);
 }
 
+/* Blocks a thread freed for one other heap, not yet sent: messages, the
+ * one being filled first (remote.c). */
+#define HK_REMOTE_OWNERS 4
+struct hk_remote_batch {
+    struct hk_heap *heap;
+    struct hk_remote_msg *msg;
+    struct hk_remote_msg *last;
+    uint32_t count;
+};
+
 /* Per-thread state, reached through initial-exec TLS.  `small_key` is
  * the address bits that identify the thread's own small region (arena base
  * >> 31), rotated so that a misaligned pointer never matches; ~0 when the
@@ -386,11 +396,9 @@ struct hk_tls {
     /* hk_class_of_index, copied when the thread gets a heap (all 0 before:
      * class 0's list is always empty, so malloc takes its slow path). */
     uint8_t class_of[HK_FAST_INDEXES];
-    /* Blocks of another heap this thread freed, not yet sent (remote.c). */
-    struct hk_heap *remote_heap;
-    void *remote_head;
-    void *remote_tail;
-    uint32_t remote_count;
+    /* Blocks of other heaps this thread freed, not yet sent (remote.c). */
+    struct hk_remote_batch remote[HK_REMOTE_OWNERS];
+    uint32_t remote_next; /* the batch a new owner takes next */
     /* Blocks of other heaps pushed on each class's list since it was last
      * counted: a bound on those still in it (remote.c). */
     uint16_t foreign[HK_NCLASSES];
@@ -551,8 +559,25 @@ static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
 
 /* ---- frees of other heaps' blocks (remote.c) ----------------------------- */
 
+/* Blocks of one heap on their way home from a thread that freed them, side
+ * by side: their owner frees them with loads that do not wait on each
+ * other, where a list linked through the blocks made it wait for each
+ * block's line in turn (remote.c).  A message of count 0 is itself the one
+ * block it carries: when no message could be had, the block was sent so. */
+#define HK_REMOTE_MSG_BLOCKS 62
+struct hk_remote_msg {
+    struct hk_remote_msg *next; /* in a delayed stack, a batch, or the pool */
+    uint32_t count;
+    void *blocks[HK_REMOTE_MSG_BLOCKS];
+};
+_Static_assert(sizeof(struct hk_remote_msg) == 512, "a message is 512 bytes");
+
 void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
+/* Messages first..last (linked by next), drained, go back to the pool. */
+void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last);
+void hk_remote_fork_lock(void);
+void hk_remote_fork_unlock(bool child);
 void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
 void hk_foreign_send(struct hk_heap *h, unsigned cls);
 

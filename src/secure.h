@@ -143,6 +143,9 @@ static inline void hk_secure_taken(void *block, void *next, size_t size)
 #define HK_SECURE_BITMAP_TAKEN(p) hk_secure_bitmap_taken(p)
 /* b, freed by another thread, leaves the heap's delayed list. */
 #define HK_SECURE_DRAINED(b) hk_secure_drained(b)
+/* b, another heap's, goes home in a message: tagged as free, so that a
+ * second free finds it so. */
+#define HK_SECURE_SENT(b) hk_set_next((b), NULL)
 /* pg, free, is about to serve class cls. */
 #define HK_SECURE_PAGE_INIT(pg, cls) hk_secure_page_init((pg), (cls))
 
@@ -159,6 +162,7 @@ static inline void hk_secure_taken(void *block, void *next, size_t size)
 #define HK_SECURE_TAKEN(block, next, cls) ((void)sizeof(block), (void)sizeof(next), (void)sizeof(cls))
 #define HK_SECURE_LIVE(pg, p, call) ((void)sizeof(pg), (void)sizeof(p), (void)sizeof(call))
 #define HK_SECURE_DRAINED(b) ((void)sizeof(b))
+#define HK_SECURE_SENT(b) ((void)sizeof(b))
 #define HK_SECURE_BITMAP_TAKEN(p) (p)
 #define HK_SECURE_PAGE_INIT(pg, cls) ((void)sizeof(pg), (void)sizeof(cls))
 

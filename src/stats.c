@@ -102,9 +102,13 @@ static void collect(struct hak_stats *out, struct hk_census *census)
             count_arena_pages(a, out, census);
         pthread_mutex_unlock(&h->pool_lock);
         /* Blocks of full pages that wait in the delayed list are free. */
-        void *d = atomic_load_explicit(&h->delayed, memory_order_acquire);
-        for (; d != NULL; d = hk_next(d))
-            out->classes[hk_page_of_block(d)->cls].live--;
+        struct hk_remote_msg *m = atomic_load_explicit(&h->delayed, memory_order_acquire);
+        for (; m != NULL; m = m->next) {
+            if (m->count == 0) /* the block itself (remote.c) */
+                out->classes[hk_page_of_block(m)->cls].live--;
+            for (uint32_t i = 0; i < m->count; i++)
+                out->classes[hk_page_of_block(m->blocks[i])->cls].live--;
+        }
     }
     if (mine != NULL) {
         for (unsigned c = 1; c < HK_NCLASSES; c++) {
