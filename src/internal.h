@@ -719,6 +719,8 @@ void *hk_os_map(size_t size);
 void *hk_os_map_aligned(size_t size, size_t align, size_t *mapped);
 void hk_os_unmap(void *p, size_t size);
 void *hk_os_remap(void *p, size_t old_size, size_t new_size); /* NULL: failed */
+/* The same, the range staying a multiple of align from its start. */
+void *hk_os_remap_aligned(void *p, size_t old_size, size_t new_size, size_t align);
 uint64_t hk_clock_ms(void);
 uint64_t hk_os_syscalls(void); /* made so far, for the statistics */
 void hk_os_init(void); /* once, before the first arena */

@@ -132,6 +132,28 @@ void *hk_os_remap(void *p, size_t old_size, size_t new_size)
     return q == MAP_FAILED ? NULL : q;
 }
 
+/* Grow [p, p + old_size) to new_size: in place if the kernel can, else
+ * moved to a new range that starts at a multiple of align (a mapping made
+ * there first, which mremap replaces). */
+void *hk_os_remap_aligned(void *p, size_t old_size, size_t new_size, size_t align)
+{
+    count_syscall();
+    void *q = mremap(p, old_size, new_size, 0); /* in place keeps the alignment */
+    if (q != MAP_FAILED)
+        return q;
+    size_t mapped;
+    void *dst = hk_os_map_aligned(new_size, align, &mapped);
+    if (dst == NULL)
+        return NULL;
+    count_syscall();
+    q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+    if (q == MAP_FAILED) {
+        hk_os_unmap(dst, new_size);
+        return NULL;
+    }
+    return q;
+}
+
 /* vm.overcommit_memory is 2 (strict accounting: every writable private
  * byte mapped is charged against a limit), as read at start-up. */
 static bool strict_overcommit;
