@@ -170,6 +170,7 @@ void hk_heap_drain_delayed(struct hk_heap *h)
 {
     struct hk_remote_msg *m = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
     struct hk_remote_msg *done = NULL, *done_last = NULL;
+    unsigned ndone = 0;
     while (m != NULL) {
         struct hk_remote_msg *next = m->next;
         if (m->count == 0) { /* the block itself (remote.c) */
@@ -185,13 +186,14 @@ void hk_heap_drain_delayed(struct hk_heap *h)
             }
             m->next = done;
             done = m;
+            ndone++;
             if (done_last == NULL)
                 done_last = m;
         }
         m = next;
     }
     if (done != NULL)
-        hk_remote_msgs_release(done, done_last);
+        hk_remote_msgs_release(done, done_last, ndone);
 }
 
 /* hak_collect: everything that can go back to the OS, now.  The calling

@@ -563,7 +563,8 @@ static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
  * by side: their owner frees them with loads that do not wait on each
  * other, where a list linked through the blocks made it wait for each
  * block's line in turn (remote.c).  A message of count 0 is itself the one
- * block it carries: when no message could be had, the block was sent so. */
+ * block it carries: when no message could be had (too many out, or no
+ * memory), the block was sent so. */
 #define HK_REMOTE_MSG_BLOCKS 62
 struct hk_remote_msg {
     struct hk_remote_msg *next; /* in a delayed stack, a batch, or the pool */
@@ -574,8 +575,9 @@ _Static_assert(sizeof(struct hk_remote_msg) == 512, "a message is 512 bytes");
 
 void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
-/* Messages first..last (linked by next), drained, go back to the pool. */
-void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last);
+/* Messages first..last (n of them, linked by next), drained, go back to
+ * the pool. */
+void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n);
 void hk_remote_fork_lock(void);
 void hk_remote_fork_unlock(bool child);
 void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);

@@ -47,17 +47,27 @@
 /* The messages no one uses, under a lock: a sender takes one for every 62
  * blocks, an owner gives back all it drained at once.  They come from the
  * OS 64 KiB at a time, handed out in turn (so that only those used are
- * touched), and stay (a message is 512 bytes for 62 blocks). */
+ * touched), and stay.  At most MSG_LIMIT are out at once: an owner that
+ * does not drain (a thread waiting on others that free what it allocated)
+ * would otherwise hold 8 bytes of messages for every block sent to it (2
+ * MiB more on working-set, whose worker frees the 256 K blocks the main
+ * thread made); past the limit a block is sent as itself, linked through
+ * its first words, which costs no memory. */
 #define MSG_CHUNK ((size_t)64 << 10)
+#define MSG_LIMIT 256 /* 128 KiB of messages */
 static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hk_remote_msg *msg_pool;
 static struct hk_remote_msg *msg_fresh, *msg_fresh_end; /* the chunk's untouched part */
+static unsigned msgs_out;
 
 static struct hk_remote_msg *msg_take(void)
 {
+    struct hk_remote_msg *m = NULL;
     pthread_mutex_lock(&msg_lock);
-    struct hk_remote_msg *m = msg_pool;
-    if (m != NULL) {
+    if (msgs_out >= MSG_LIMIT) {
+        /* none: the block goes as itself */
+    } else if (msg_pool != NULL) {
+        m = msg_pool;
         msg_pool = m->next;
     } else {
         if (msg_fresh == msg_fresh_end && (msg_fresh = hk_os_map(MSG_CHUNK)) != NULL) {
@@ -70,17 +80,19 @@ static struct hk_remote_msg *msg_take(void)
         else
             msg_fresh_end = NULL;
     }
+    msgs_out += m != NULL;
     pthread_mutex_unlock(&msg_lock);
     if (m != NULL)
         m->count = 0;
     return m;
 }
 
-void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last)
+void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n)
 {
     pthread_mutex_lock(&msg_lock);
     last->next = msg_pool;
     msg_pool = first;
+    msgs_out -= n;
     pthread_mutex_unlock(&msg_lock);
 }
 
@@ -138,10 +150,11 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     struct hk_remote_msg *m = b->msg;
     if (m == NULL && t->heap == NULL)
         hk_heap_watch_exit(); /* so that the blocks go out at exit */
-    if (m == NULL || m->count == HK_REMOTE_MSG_BLOCKS) {
+    /* A message of count 0 is a block sent as itself: nothing to add to. */
+    if (m == NULL || m->count == 0 || m->count == HK_REMOTE_MSG_BLOCKS) {
         struct hk_remote_msg *fresh = msg_take();
         if (fresh == NULL) {
-            /* Out of memory: the block goes as its own message. */
+            /* Over the limit, or out of memory: the block goes as itself. */
             fresh = p;
             fresh->count = 0;
         }
@@ -153,7 +166,7 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     }
     if (m != p)
         m->blocks[m->count++] = p;
-    if (++b->count >= (t->heap != NULL ? REMOTE_BATCH : REMOTE_BATCH_NO_HEAP) || m == p)
+    if (++b->count >= (t->heap != NULL ? REMOTE_BATCH : REMOTE_BATCH_NO_HEAP))
         batch_send(b);
 }
 

@@ -1,0 +1,150 @@
+/*
+ * remote_messages.c: blocks freed by another thread than their owner's go
+ * home, however many, and cost the owner no memory while it does not take
+ * them back.
+ *
+ *  - idle owner: the main thread allocates 400 K blocks of 32 B (too small
+ *    to be kept where freed), a worker frees them all and exits while the
+ *    main thread waits; resident memory must not grow by more than 1 MiB
+ *    over the frees (hakmem sends such blocks home in messages of their
+ *    addresses, at most 128 KiB of them at once; past that a block goes as
+ *    itself), and the main thread's next 400 K blocks of 32 B reuse them:
+ *    no more than 1 MiB more again;
+ *  - every block arrives: a thread without a heap of its own (it never
+ *    allocates) frees 200 K blocks of 16 B to 64 KiB the main thread made;
+ *    once it has exited and the main thread collected, hak_stats_get counts
+ *    as many blocks live as before they were made;
+ *  - the blocks handed out again are whole: each gets its index written
+ *    in full and every one reads back.
+ *
+ * TEST_NO_RSS=1 skips the resident-memory bounds (sanitizer runs); the
+ * counts need hakmem's statistics.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "check.h"
+#include "hakmem.h"
+#include "rng.h"
+#include "rss.h"
+
+#pragma weak hak_stats_get
+
+enum { IDLE_BLOCKS = 400000, MIX_BLOCKS = 200000 };
+
+static void *blocks[IDLE_BLOCKS];
+static size_t sizes[IDLE_BLOCKS];
+static size_t nblocks;
+
+static void *free_all(void *arg)
+{
+	if (arg != NULL)
+		t_free(t_malloc(16)); /* a heap of its own */
+	for (size_t i = 0; i < nblocks; i++)
+		t_free(blocks[i]);
+	return NULL;
+}
+
+static void free_in_thread(int with_heap)
+{
+	pthread_t t;
+	if (!CHECK(pthread_create(&t, NULL, free_all, with_heap ? &t : NULL) == 0))
+		exit(check_finish());
+	pthread_join(t, NULL);
+}
+
+/* Allocates n blocks of sizes from `size` (0: random, 16 B to 64 KiB) and
+ * writes each whole with its index. */
+static void allocate(size_t n, size_t size)
+{
+	uint64_t rng = 7;
+	for (size_t i = 0; i < n; i++) {
+		size_t s = size != 0 ? size
+		         : rng_below(&rng, 8) ? 16 + rng_below(&rng, 1000) : 1024 + rng_below(&rng, 64512);
+		blocks[i] = t_malloc(s);
+		if (!CHECK(blocks[i] != NULL))
+			exit(check_finish());
+		sizes[i] = s;
+		memset(blocks[i], (int)(i & 0xff), s);
+		memcpy(blocks[i], &i, sizeof i < s ? sizeof i : s);
+	}
+	nblocks = n;
+}
+
+static void verify(void)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < nblocks; i++) {
+		const unsigned char *b = blocks[i];
+		size_t id;
+		memcpy(&id, b, sizeof id);
+		if (id != i || b[sizes[i] - 1] != (unsigned char)(i & 0xff))
+			bad++;
+	}
+	CHECKF(bad == 0, "%zu of %zu blocks do not hold what was written", bad, nblocks);
+}
+
+static uint64_t live_blocks(void)
+{
+	static struct hak_stats s;
+	hak_stats_get(&s);
+	uint64_t live = 0;
+	for (unsigned c = 0; c < HAK_STATS_CLASSES; c++)
+		live += s.classes[c].live;
+	return live;
+}
+
+static void test_idle_owner(int measure)
+{
+	t_collect();
+	allocate(IDLE_BLOCKS, 32);
+	verify();
+	size_t before = rss_bytes();
+	free_in_thread(1);
+	size_t after_free = rss_bytes();
+	allocate(IDLE_BLOCKS, 32);
+	verify();
+	size_t after_again = rss_bytes();
+	if (measure) {
+		CHECKF(after_free <= before + MiB,
+		       "freeing 400 K blocks of an idle owner grew resident memory from %zu to %zu KiB",
+		       before >> 10, after_free >> 10);
+		CHECKF(after_again <= after_free + MiB,
+		       "400 K blocks of 32 B after 400 K were freed grew resident memory from %zu to %zu KiB",
+		       after_free >> 10, after_again >> 10);
+	}
+	for (size_t i = 0; i < nblocks; i++)
+		t_free(blocks[i]);
+	nblocks = 0;
+}
+
+static void test_every_block_arrives(void)
+{
+	int stats = hak_stats_get != NULL;
+	t_collect();
+	uint64_t base = stats ? live_blocks() : 0;
+	allocate(MIX_BLOCKS, 0);
+	verify();
+	free_in_thread(0);
+	nblocks = 0;
+	t_collect();
+	if (!stats) {
+		check_skip("hak_stats_get not present (not running on hakmem)");
+		return;
+	}
+	uint64_t live = live_blocks();
+	CHECKF(live == base, "%llu blocks live after a thread freed all 200 K made since %llu were",
+	       (unsigned long long)live, (unsigned long long)base);
+}
+
+int main(void)
+{
+	check_init("remote_messages");
+	const char *no_rss = getenv("TEST_NO_RSS");
+	test_idle_owner(!(no_rss != NULL && no_rss[0] == '1'));
+	test_every_block_arrives();
+	return check_finish();
+}
