@@ -133,6 +133,7 @@ void hk_heap_watch_exit(void)
 static void heap_thread_exit(void *arg)
 {
     hk_remote_flush();
+    hk_remote_stash_release();
     struct hk_heap *h = arg;
     if (h != hk_tls.heap)
         return;

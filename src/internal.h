@@ -399,6 +399,9 @@ struct hk_tls {
     /* Blocks of other heaps this thread freed, not yet sent (remote.c). */
     struct hk_remote_batch remote[HK_REMOTE_OWNERS];
     uint32_t remote_next; /* the batch a new owner takes next */
+    /* Messages this thread drained, kept for its own sends (remote.c). */
+    struct hk_remote_msg *msg_stash;
+    uint32_t msg_stash_n;
     /* Blocks of other heaps pushed on each class's list since it was last
      * counted: a bound on those still in it (remote.c). */
     uint16_t foreign[HK_NCLASSES];
@@ -578,6 +581,7 @@ void hk_remote_flush(void); /* send this thread's buffered remote frees */
 /* Messages first..last (n of them, linked by next), drained, go back to
  * the pool. */
 void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n);
+void hk_remote_stash_release(void); /* the thread's kept messages, at its exit */
 void hk_remote_fork_lock(void);
 void hk_remote_fork_unlock(bool child);
 void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
