@@ -11,6 +11,10 @@
 # --glibc runs the C and C++ test programs against plain glibc instead (no
 # hakmem at all): a check of the tests themselves.  Expect failures there
 # only where hakmem's contract is stricter than glibc 2.36 (tests/README.md).
+#
+# Tests run TEST_JOBS at a time (default: one more than the CPUs, since
+# many of them sleep or wait for the purger), each reported as it ends;
+# a test that changes the whole machine runs alone (run_alone).
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -18,6 +22,7 @@ B=$ROOT/build/tests
 LIB=$ROOT/build/libhakmem.so
 LOGS=$B/logs
 TIMEOUT=${TEST_TIMEOUT:-900}
+JOBS=${TEST_JOBS:-$(($(nproc) + 1))}
 
 glibc=0 list=0
 patterns=()
@@ -51,9 +56,11 @@ sum_of() {
 	awk -v key="$1:" '$1 == key && $2 ~ /^[0-9]+$/ { s += $2 } END { print s + 0 }' "$2"
 }
 
-# run NAME [--xfail] COMMAND...: one test, passed when COMMAND exits 0.
+# run NAME [--xfail] COMMAND...: one test, passed when COMMAND exits 0,
+# started in the background once fewer than JOBS are running.
 # An --xfail test documents a known gap: its failure is reported as XFAIL
 # and counted as skipped; if it passes it is reported as XPASS.
+declare -A job_name=() job_xfail=() job_log=()
 run() {
 	local name=$1 xfail=0
 	shift
@@ -66,10 +73,46 @@ run() {
 		echo "$name"
 		return 0
 	fi
-	local log=$LOGS/${name//[^A-Za-z0-9_.-]/_}.log start=$SECONDS rc=0
-	# In a subshell: a test killed by a signal is reported here, not by bash.
-	(timeout -k 10 "$TIMEOUT" "$@") >"$log" 2>&1 </dev/null || rc=$?
-	local secs=$((SECONDS - start))
+	while ((${#job_name[@]} >= JOBS)); do
+		reap_one
+	done
+	local log=$LOGS/${name//[^A-Za-z0-9_.-]/_}.log
+	# In a subshell: a test killed by a signal is reported here, not by
+	# bash.  The subshell leaves "STATUS SECONDS" beside the log.
+	(
+		start=$SECONDS rc=0
+		(timeout -k 10 "$TIMEOUT" "$@") >"$log" 2>&1 </dev/null || rc=$?
+		echo "$rc $((SECONDS - start))" >"$log.rc"
+	) &
+	job_name[$!]=$name
+	job_xfail[$!]=$xfail
+	job_log[$!]=$log
+}
+
+# run_alone NAME COMMAND...: a test that changes the whole machine (a
+# sysctl), run once every other test has ended and before any other starts.
+run_alone() {
+	selected "$1" || return 0
+	((list)) || wait_all
+	run "$@"
+	((list)) || wait_all
+}
+
+wait_all() {
+	while ((${#job_name[@]} > 0)); do
+		reap_one
+	done
+}
+
+# Wait for one running test to end and report it.
+reap_one() {
+	local pid
+	wait -n -p pid "${!job_name[@]}"
+	local name=${job_name[$pid]} xfail=${job_xfail[$pid]} log=${job_log[$pid]}
+	unset "job_name[$pid]" "job_xfail[$pid]" "job_log[$pid]"
+	local rc=125 secs=0
+	[[ -f $log.rc ]] && read -r rc secs <"$log.rc"
+	rm -f "$log.rc"
 	local n_checks n_skips
 	n_checks=$(sum_of checks "$log")
 	n_skips=$(grep -c '^skip:' "$log")
@@ -130,15 +173,20 @@ else
 		run "$p [static]" "${xfail[@]}" "$B/static/$p"
 	done
 
+	# The runs of the same programs again on other builds and settings
+	# exercise their paths, not the volume: the thread tests do a quarter of
+	# their work there (the runs above do it all).
+	rerun=(env TEST_SCALE="${TEST_RERUN_SCALE:-25}")
+
 	# 1b. The same programs on the debug build (make debug): hakmem checks
 	# its own invariants (HK_ASSERT, the page checker) as they run.
 	if [[ -f $ROOT/build/debug/libhakmem.so ]]; then
 		for p in $C_PROGS; do
 			[[ $p == bad/hardened_xfail ]] && continue
-			run "debug/$p" env LD_PRELOAD="$ROOT/build/debug/libhakmem.so" "$B/plain/$p"
+			run "debug/$p" "${rerun[@]}" LD_PRELOAD="$ROOT/build/debug/libhakmem.so" "$B/plain/$p"
 		done
 		for p in "$B"/debug-tests/*; do
-			run "debug/$(basename "$p")" env LD_PRELOAD="$ROOT/build/debug/libhakmem.so" "$p"
+			run "debug/$(basename "$p")" "${rerun[@]}" LD_PRELOAD="$ROOT/build/debug/libhakmem.so" "$p"
 		done
 	elif ((!list)); then
 		echo "FAIL  setup: build/debug/libhakmem.so is missing (make debug)"
@@ -154,7 +202,7 @@ else
 	if [[ -f $SECURE_LIB ]]; then
 		for p in $C_PROGS; do
 			[[ $p == bad/invalid_pointer || $p == bad/medium_large_free ]] && continue
-			run "secure/$p" env HAKMEM_TEST_HARDENED=1 LD_PRELOAD="$SECURE_LIB" "$B/plain/$p"
+			run "secure/$p" "${rerun[@]}" HAKMEM_TEST_HARDENED=1 LD_PRELOAD="$SECURE_LIB" "$B/plain/$p"
 		done
 		hardened=(env HAKMEM_TEST_HARDENED=1)
 		run "hardened/misuse [secure preload]" "${hardened[@]}" LD_PRELOAD="$SECURE_LIB" \
@@ -168,7 +216,7 @@ else
 	fi
 
 	# Strict overcommit accounting, where this machine lets it be set.
-	run "api/strict_overcommit" tests/overcommit.sh "$B" "$LIB"
+	run_alone "api/strict_overcommit" tests/overcommit.sh "$B" "$LIB"
 
 	# 2. The allocation-heavy programs under the other configurations:
 	# each profile, and purging at once (purge paths race with allocation).
@@ -177,7 +225,7 @@ else
 		for p in api/calloc api/realloc api/trim api/free_errno api/huge_blocks \
 			threads/stress threads/churn threads/thread_exit threads/fork \
 			threads/process_end threads/single_threaded; do
-			run "config/$p [$cfg]" env $cfg LD_PRELOAD="$LIB" "$B/plain/$p"
+			run "config/$p [$cfg]" "${rerun[@]}" $cfg LD_PRELOAD="$LIB" "$B/plain/$p"
 		done
 	done
 	# Idle release under the other profile that promises it.
@@ -203,7 +251,7 @@ else
 		HAKMEM_PURGE_DELAY_MS=0 HAKMEM_HUGE_CACHE=0 "$B/tsan/threads/stress"
 
 	# 4. libFuzzer: a bounded run (tests/README.md has the long one).
-	run "fuzz/hak_ops" tests/fuzz/run.sh "$B/fuzz/fuzz_hak" "${FUZZ_SECONDS:-120}"
+	run "fuzz/hak_ops" tests/fuzz/run.sh "$B/fuzz/fuzz_hak" "${FUZZ_SECONDS:-60}"
 
 	# 5. valgrind memcheck of programs linked with -lhakmem.
 	for p in threads/stress threads/churn api/realloc api/calloc api/usable_size \
@@ -227,7 +275,7 @@ else
 		rm -rf "$B/heap/profile"
 		mkdir -p "$B/heap/profile"
 	fi
-	heap_on=(env HAKMEM_HEAP_PROFILE="$B/heap/profile/p" HAKMEM_HEAP_SAMPLE=4K)
+	heap_on=("${rerun[@]}" HAKMEM_HEAP_PROFILE="$B/heap/profile/p" HAKMEM_HEAP_SAMPLE=4K)
 	for p in api/realloc api/calloc api/memalign api/usable_size api/huge_blocks \
 		api/early_malloc api/free_sized threads/stress threads/fork threads/churn \
 		threads/tls_destructors cxx/operators; do
@@ -252,9 +300,9 @@ else
 	done
 	for p in api/realloc api/calloc api/memalign api/usable_size api/huge_blocks \
 		api/free_sized threads/stress threads/fork cxx/operators; do
-		run "guard/on $p [preload]" env HAKMEM_GUARD_SAMPLE=100 LD_PRELOAD="$LIB" "$B/plain/$p"
-		run "guard/on $p [static]" env HAKMEM_GUARD_SAMPLE=100 "$B/static/$p"
-		run "guard/on $p [secure]" env HAKMEM_GUARD_SAMPLE=100 \
+		run "guard/on $p [preload]" "${rerun[@]}" HAKMEM_GUARD_SAMPLE=100 LD_PRELOAD="$LIB" "$B/plain/$p"
+		run "guard/on $p [static]" "${rerun[@]}" HAKMEM_GUARD_SAMPLE=100 "$B/static/$p"
+		run "guard/on $p [secure]" "${rerun[@]}" HAKMEM_GUARD_SAMPLE=100 \
 			LD_PRELOAD="$ROOT/build/libhakmem-secure.so" "$B/plain/$p"
 	done
 
@@ -264,6 +312,7 @@ else
 fi
 
 ((list)) && exit 0
+wait_all
 total=$((passed + failed + skipped))
 echo
 echo "tests: $total  checks: $checks  programs compared: $programs  fuzz executions: $fuzz_execs  time: $((SECONDS - suite_start))s"
