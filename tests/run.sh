@@ -164,19 +164,19 @@ else
 	[[ -f $LIB ]] || { echo "FAIL  setup: $LIB is missing (make lib)"; exit 1; }
 	export TEST_ALLOCATOR=hakmem
 
+	# The runs of a program after its first exercise their paths, not the
+	# volume: the thread tests do a quarter of their work there, and
+	# address_limit its three smaller limits (the preloaded run does it all).
+	rerun=(env TEST_SCALE="${TEST_RERUN_SCALE:-25}")
+
 	# 1. Every C and C++ test program, three ways of getting hakmem.
 	for p in $C_PROGS; do
 		xfail=()
 		[[ $p == bad/hardened_xfail ]] && xfail=(--xfail)
 		run "$p [preload]" "${xfail[@]}" env LD_PRELOAD="$LIB" "$B/plain/$p"
-		run "$p [linked]" "${xfail[@]}" "$B/linked/$p"
-		run "$p [static]" "${xfail[@]}" "$B/static/$p"
+		run "$p [linked]" "${xfail[@]}" "${rerun[@]}" "$B/linked/$p"
+		run "$p [static]" "${xfail[@]}" "${rerun[@]}" "$B/static/$p"
 	done
-
-	# The runs of the same programs again on other builds and settings
-	# exercise their paths, not the volume: the thread tests do a quarter of
-	# their work there (the runs above do it all).
-	rerun=(env TEST_SCALE="${TEST_RERUN_SCALE:-25}")
 
 	# 1b. The same programs on the debug build (make debug): hakmem checks
 	# its own invariants (HK_ASSERT, the page checker) as they run.
