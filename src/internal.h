@@ -578,6 +578,8 @@ _Static_assert(sizeof(struct hk_remote_msg) == 512, "a message is 512 bytes");
 
 void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
+/* Put messages first..last (linked by next) on h's delayed list. */
+void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_remote_msg *last);
 /* Messages first..last (n of them, linked by next), drained, go back to
  * the pool. */
 void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n);

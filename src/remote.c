@@ -150,16 +150,20 @@ void hk_remote_fork_unlock(bool child)
         pthread_mutex_unlock(&msg_lock);
 }
 
+void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_remote_msg *last)
+{
+    struct hk_remote_msg *old = atomic_load_explicit(&h->delayed, memory_order_relaxed);
+    do
+        last->next = old;
+    while (!atomic_compare_exchange_weak_explicit(&h->delayed, &old, first,
+                                                  memory_order_release, memory_order_relaxed));
+}
+
 static void batch_send(struct hk_remote_batch *b)
 {
     if (b->msg == NULL)
         return;
-    struct hk_heap *h = b->heap;
-    struct hk_remote_msg *old = atomic_load_explicit(&h->delayed, memory_order_relaxed);
-    do
-        b->last->next = old;
-    while (!atomic_compare_exchange_weak_explicit(&h->delayed, &old, b->msg,
-                                                  memory_order_release, memory_order_relaxed));
+    hk_remote_send(b->heap, b->msg, b->last);
     b->msg = b->last = NULL;
     b->count = 0;
 }

@@ -101,14 +101,23 @@ static void collect(struct hak_stats *out, struct hk_census *census)
         for (struct hk_arena *a = h->arenas; a != NULL; a = a->next)
             count_arena_pages(a, out, census);
         pthread_mutex_unlock(&h->pool_lock);
-        /* Blocks of full pages that wait in the delayed list are free. */
-        struct hk_remote_msg *m = atomic_load_explicit(&h->delayed, memory_order_acquire);
-        for (; m != NULL; m = m->next) {
+        /* Blocks of full pages that wait in the delayed list are free.  The
+         * list is taken while it is counted, then sent back: read in place,
+         * its blocks could meanwhile be drained by their owner and handed
+         * out again, and their first words (a message's link and count)
+         * become the program's data. */
+        struct hk_remote_msg *first = atomic_exchange_explicit(&h->delayed, NULL,
+                                                               memory_order_acquire);
+        struct hk_remote_msg *last = NULL;
+        for (struct hk_remote_msg *m = first; m != NULL; m = m->next) {
             if (m->count == 0) /* the block itself (remote.c) */
                 out->classes[hk_page_of_block(m)->cls].live--;
             for (uint32_t i = 0; i < m->count; i++)
                 out->classes[hk_page_of_block(m->blocks[i])->cls].live--;
+            last = m;
         }
+        if (first != NULL)
+            hk_remote_send(h, first, last);
     }
     if (mine != NULL) {
         for (unsigned c = 1; c < HK_NCLASSES; c++) {

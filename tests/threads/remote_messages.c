@@ -15,12 +15,19 @@
  *    once it has exited and the main thread collected, hak_stats_get counts
  *    as many blocks live as before they were made;
  *  - the blocks handed out again are whole: each gets its index written
- *    in full and every one reads back.
+ *    in full and every one reads back;
+ *  - statistics while blocks travel: three threads call hak_stats_get
+ *    without pause while a worker frees 100 K blocks of 32 B of an owner
+ *    that waits (so that most go home as themselves) and the owner takes
+ *    them back and writes over them, eight times; no call may crash (they
+ *    read the blocks on their way home in place, which their owner may
+ *    already have handed out again: a crash in the first round).
  *
  * TEST_NO_RSS=1 skips the resident-memory bounds (sanitizer runs); the
  * counts need hakmem's statistics.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,10 +147,46 @@ static void test_every_block_arrives(void)
 	       (unsigned long long)live, (unsigned long long)base);
 }
 
+static atomic_int stats_stop;
+
+static void *stats_loop(void *arg)
+{
+	(void)arg;
+	static struct hak_stats s;
+	while (!atomic_load(&stats_stop))
+		hak_stats_get(&s);
+	return NULL;
+}
+
+static void test_stats_while_travelling(void)
+{
+	if (hak_stats_get == NULL) {
+		check_skip("hak_stats_get not present (not running on hakmem)");
+		return;
+	}
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		if (!CHECK(pthread_create(&t[i], NULL, stats_loop, NULL) == 0))
+			exit(check_finish());
+	for (int round = 0; round < 8; round++) {
+		allocate(100000, 32);
+		free_in_thread(1);
+		/* Taken back: overwritten whole, links and all. */
+		allocate(100000, 32);
+		for (size_t i = 0; i < nblocks; i++)
+			t_free(blocks[i]);
+		nblocks = 0;
+	}
+	atomic_store(&stats_stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+}
+
 int main(void)
 {
 	check_init("remote_messages");
 	const char *no_rss = getenv("TEST_NO_RSS");
+	test_stats_while_travelling();
 	test_idle_owner(!(no_rss != NULL && no_rss[0] == '1'));
 	test_every_block_arrives();
 	return check_finish();
