@@ -165,8 +165,9 @@ else
 	export TEST_ALLOCATOR=hakmem
 
 	# The runs of a program after its first exercise their paths, not the
-	# volume: the thread tests do a quarter of their work there, and
-	# address_limit its three smaller limits (the preloaded run does it all).
+	# volume: the thread tests do a quarter of their work there, address_limit
+	# its three smaller limits and out_of_memory exhausts 256 MiB, not 1 GiB
+	# (the preloaded run does it all).
 	rerun=(env TEST_SCALE="${TEST_RERUN_SCALE:-25}")
 
 	# 1. Every C and C++ test program, three ways of getting hakmem.

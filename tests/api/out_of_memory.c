@@ -1,7 +1,8 @@
 /*
  * out_of_memory.c: real exhaustion, not just absurd sizes.  The test runs
  * itself again with its address space limited to 1 GiB (RLIMIT_AS, set
- * before exec so that the allocator starts under it).  There, allocating
+ * before exec so that the allocator starts under it; 256 MiB where
+ * TEST_SCALE is below 100, for the runs on the other builds).  There, allocating
  * blocks of each kind until the space runs out must end in NULL with errno
  * ENOMEM, never a crash; a failing calloc or realloc leaves live blocks
  * intact; and once half the blocks are freed, allocation works again.
@@ -18,7 +19,9 @@
 #include "child.h"
 #include "pattern.h"
 
-#define LIMIT ((size_t)1 << 30)
+/* The address-space limit: the same in the test and its limited child,
+ * which inherits TEST_SCALE. */
+static size_t LIMIT;
 
 /* Allocate size-byte blocks until malloc fails; check the failure and
  * the recovery after freeing half of them. */
@@ -41,8 +44,8 @@ static void exhaust(size_t size)
 		pattern_fill(p[count], 16, count);
 	}
 	size_t got = count * size;
-	CHECKF(count < max, "%zu-byte blocks: %zu MiB allocated under a 1 GiB limit",
-	       size, got >> 20);
+	CHECKF(count < max, "%zu-byte blocks: %zu MiB allocated under a %zu MiB limit",
+	       size, got >> 20, LIMIT >> 20);
 	CHECKF(err == ENOMEM, "%zu-byte blocks: malloc failed with errno %d", size, err);
 	/* A floor, not a target: the space an allocator can use under a limit
 	 * depends on its layout (glibc gets 700-900 MiB here, hakmem less). */
@@ -95,6 +98,7 @@ static int limited_child(void)
 
 int main(int argc, char **argv)
 {
+	LIMIT = test_scaled(100) < 100 ? (size_t)256 << 20 : (size_t)1 << 30;
 	if (argc > 1 && strcmp(argv[1], "--limited") == 0)
 		return limited_child();
 	check_init("out_of_memory");
