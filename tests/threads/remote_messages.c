@@ -21,7 +21,7 @@
  *    that waits (so that most go home as themselves) and the owner takes
  *    them back and writes over them, eight times; no call may crash (they
  *    read the blocks on their way home in place, which their owner may
- *    already have handed out again: a crash in the first round).
+ *    already have handed out again).
  *
  * TEST_NO_RSS=1 skips the resident-memory bounds (sanitizer runs); the
  * counts need hakmem's statistics.
