@@ -100,6 +100,16 @@ static struct hk_remote_msg *msg_take(void)
     return m;
 }
 
+/* Messages first..last (n of them, linked by next) back to the pool. */
+static void pool_put(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n)
+{
+    pthread_mutex_lock(&msg_lock);
+    last->next = msg_pool;
+    msg_pool = first;
+    msgs_out -= n;
+    pthread_mutex_unlock(&msg_lock);
+}
+
 void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n)
 {
     struct hk_tls *t = &hk_tls;
@@ -111,13 +121,8 @@ void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *l
         n--;
         first = next;
     }
-    if (first == NULL)
-        return;
-    pthread_mutex_lock(&msg_lock);
-    last->next = msg_pool;
-    msg_pool = first;
-    msgs_out -= n;
-    pthread_mutex_unlock(&msg_lock);
+    if (first != NULL)
+        pool_put(first, last, n);
 }
 
 void hk_remote_stash_release(void)
@@ -128,11 +133,7 @@ void hk_remote_stash_release(void)
     struct hk_remote_msg *last = t->msg_stash;
     while (last->next != NULL)
         last = last->next;
-    pthread_mutex_lock(&msg_lock);
-    last->next = msg_pool;
-    msg_pool = t->msg_stash;
-    msgs_out -= t->msg_stash_n;
-    pthread_mutex_unlock(&msg_lock);
+    pool_put(t->msg_stash, last, t->msg_stash_n);
     t->msg_stash = NULL;
     t->msg_stash_n = 0;
 }
