@@ -8,11 +8,12 @@
  * whatever its size or site.
  *
  * Nothing of this runs on malloc's and free's fast paths.  A thread's small
- * blocks come from its TLS lists, which only refills fill while profiling
- * (other heaps' blocks are not reused then: foreign_cap 0), so a refill
- * hands the list only the blocks that end before the next sample point and
- * gives the others back to the page: the malloc that reaches the point
- * refills again, and is sampled.  Its bytes are the class's block size (a
+ * blocks come from its TLS lists, so they are counted as they enter them: a
+ * refill hands the list only the blocks that end before the next sample
+ * point and gives the others back to the page, and another heap's block
+ * freed here is kept for reuse only if it ends before the point (else it
+ * goes home: remote.c); the malloc that reaches the point refills again,
+ * and is sampled.  Its bytes are the class's block size (a
  * refill does not know the requested size).  Medium and large allocations
  * pass here one by one (the trim countdown is kept at 1), huge ones from
  * hk_huge_alloc.  A sampled allocation is served by a huge block that
@@ -920,8 +921,6 @@ void hk_heap_profile_start(void)
     void *warm[1];
     backtrace(warm, 1);
     fast_unwinder_start();
-    for (unsigned cls = 0; cls < HK_NCLASSES; cls++)
-        hk_classes[cls].foreign_cap = 0;
     /* Blocks handed out before now (the loader's, constructors') go back,
      * so that the thread's next ones come from refills, which sample. */
     if (hk_tls.heap != NULL)

@@ -796,6 +796,14 @@ static inline bool hk_sample_pass_refill(unsigned n, uint64_t size, unsigned cls
     return true;
 }
 
+/* n blocks of `size` bytes counted by hk_sample_pass_refill went back
+ * unused. */
+static inline void hk_sample_uncount(uint64_t n, uint64_t size)
+{
+    hk_sample.left[0] += (int64_t)(n * size);
+    hk_sample.left[1] += (int64_t)n;
+}
+
 /* A medium or large block of `size` bytes holds no point and is no trim
  * tick: counted, true; else false, for hk_heap_sample_bitmap. */
 static inline bool hk_sample_pass_block(uint64_t size)

@@ -231,13 +231,21 @@ void hk_foreign_send(struct hk_heap *h, unsigned cls)
     t->free[cls] = b;
     t->foreign[cls] = 0;
     hk_count(&h->returned[cls], n);
+    if (HK_UNLIKELY(hk_heap_sampling)) /* counted when kept, never handed out */
+        hk_sample_uncount(n, hk_classes[cls].block_size);
 }
 
 /* Free p, a small block of class cls of another heap than h, the calling
- * thread's: keep it for this thread's mallocs. */
+ * thread's: keep it for this thread's mallocs, or, when it would hold the
+ * thread's next sample point, send it home (the malloc at the point must
+ * refill: heap_profile.c). */
 void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
 {
     struct hk_tls *t = &hk_tls;
+    if (HK_UNLIKELY(hk_heap_sampling) && !hk_sample_pass_refill(1, hk_classes[cls].block_size, cls)) {
+        hk_remote_free(hk_heap_of_block(p), p);
+        return;
+    }
     unsigned cap = hk_classes[cls].foreign_cap;
     if (HK_UNLIKELY(t->foreign[cls] >= cap)) {
         /* Count those still there: mallocs may have taken some. */

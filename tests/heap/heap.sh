@@ -104,6 +104,13 @@ small)
 	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" small
 	check "site_small: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_small 64
 	;;
+handoff)
+	# Blocks freed by another thread are reused there (remote.c) and
+	# counted as they enter its lists, as refills are.
+	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" handoff
+	check "site_reused: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_reused 64
+	check "site_handed: none at exit" absent "$(echo "$WORK"/p.*.exit.txt)" site_handed
+	;;
 trim)
 	# The stand-ins' spares go back with the rest on malloc_trim, and the
 	# memory the process held comes back under glibc and hakmem off alike.
@@ -173,7 +180,7 @@ print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
 		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'kill -TERM $$')" = -15
 	;;
 *)
-	echo "usage: tests/heap/heap.sh sites|static|small|busy|python|off|trim" >&2
+	echo "usage: tests/heap/heap.sh sites|static|small|handoff|busy|python|off|trim" >&2
 	exit 2
 	;;
 esac

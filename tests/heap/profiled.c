@@ -5,6 +5,9 @@
  *            blocks, 1 GiB of 256 KiB blocks, 128 MiB of 2 MiB blocks: the
  *            blocks are not touched, so they cost address space, not memory)
  *   small    one site of 64-byte blocks (64 MiB), live at exit
+ *   handoff  main allocates 64 MiB of 64-byte blocks; a thread frees each
+ *            and allocates one of its own at its site (reusing main's
+ *            blocks where it freed them), live at exit; main's all freed
  *   busy     allocations before main, in 8 threads (freed by others too),
  *            in a forked child, a dump on SIGUSR2 and one on a call
  *   signal   prints whether SIGUSR2 has a handler
@@ -72,6 +75,37 @@ static void small(void)
     for (int i = 0; i < 1 << 20; i++)
         site_small();
     printf("small: 64 MiB in 64-byte blocks\n");
+}
+
+__attribute__((noinline)) static void site_handed(size_t i)
+{
+    kept[i] = malloc(64);
+}
+
+__attribute__((noinline)) static void site_reused(size_t i)
+{
+    free(kept[i]);
+    kept[i] = malloc(64);
+}
+
+static void *reuse_all(void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i < nkept; i++)
+        site_reused(i);
+    return NULL;
+}
+
+static void handoff(void)
+{
+    nkept = 1 << 20;
+    kept = malloc(nkept * sizeof *kept);
+    for (size_t i = 0; i < nkept; i++)
+        site_handed(i);
+    pthread_t t;
+    pthread_create(&t, NULL, reuse_all, NULL);
+    pthread_join(t, NULL);
+    printf("handoff: 64 MiB in 64-byte blocks, each replaced by another thread\n");
 }
 
 /* ---- busy ---- */
@@ -182,6 +216,8 @@ int main(int argc, char **argv)
         sites();
     } else if (strcmp(mode, "small") == 0) {
         small();
+    } else if (strcmp(mode, "handoff") == 0) {
+        handoff();
     } else if (strcmp(mode, "busy") == 0) {
         busy();
     } else if (strcmp(mode, "trim") == 0) {
@@ -191,7 +227,7 @@ int main(int argc, char **argv)
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|busy|signal|trim\n");
+        fprintf(stderr, "usage: profiled sites|small|handoff|busy|signal|trim\n");
         return 2;
     }
     return 0;
