@@ -129,12 +129,12 @@ size_t hk_bitmap_trim_all(struct hk_heap *h)
     return trim_heap(h, true);
 }
 
-/* Every HK_TRIM_COUNTDOWN allocations: what the small classes do on each
- * refill (start the purger, send and take remote frees), then the trim if
- * it is due. */
+/* Every HK_TRIM_BYTES of blocks handed out: what the small classes do on
+ * each refill (start the purger, send and take remote frees), then the
+ * trim if it is due. */
 void hk_bitmap_tick(struct hk_heap *h)
 {
-    h->trim_countdown = HK_TRIM_COUNTDOWN;
+    h->trim_budget = h->trim_budget_set = HK_TRIM_BYTES;
     hk_purge_poll();
     hk_remote_flush();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
@@ -159,15 +159,14 @@ HK_NOINLINE void *hk_bitmap_take_new(struct hk_heap *h, struct hk_page *pg, unsi
     return hk_bitmap_take(h, pg, pg->cls);
 }
 
-/* block, of pg, was just taken and the trim countdown ran out (while the
- * heap profiler samples, it keeps the countdown at 1 and counts the ticks
- * itself). */
-HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, void *block)
+/* Block i of pg was just taken and the trim budget ran out (while the heap
+ * profiler samples, it ends the budget at the next sample point too and
+ * counts the ticks itself). */
+HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i)
 {
-    if (HK_UNLIKELY(hk_heap_sampling)) {
-        h->trim_countdown = 1; /* every block is counted */
-        return hk_sample_pass_block(pg->block_size) ? block : hk_heap_sample_bitmap(h, pg, block);
-    }
+    void *block = pg->blocks + (size_t)i * pg->block_size;
+    if (HK_UNLIKELY(hk_heap_sampling))
+        return hk_heap_sample_bitmap(h, pg, block);
     hk_bitmap_tick(h);
     return block;
 }

@@ -47,7 +47,9 @@ static struct hk_heap *heap_create(void)
     h->arenas = a;
     pthread_mutex_init(&h->pool_lock, NULL);
     h->purge_delay = hk_config.purge_delay_ms;
-    h->trim_countdown = HK_TRIM_COUNTDOWN;
+    /* While sampling, the thread's first medium or large block sets it
+     * (hk_heap_sample_bitmap). */
+    h->trim_budget = h->trim_budget_set = hk_heap_sampling ? 0 : HK_TRIM_BYTES;
     hk_stat_add(&hk_os_stats.heaps, 1);
     pthread_mutex_lock(&heaps_lock);
     h->next = all_heaps;

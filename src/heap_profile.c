@@ -171,7 +171,8 @@ static struct prof_tls *prof_state(void)
     if (!t->started) {
         t->started = true;
         t->rng = 0x6A09E667F3BCC909ull * (atomic_fetch_add(&threads, 1) + 1);
-        hk_sample.ticks = HK_TRIM_COUNTDOWN;
+        hk_sample.ticks = HK_TRIM_BYTES;
+        hk_sample.every_block = kind_on[GUARDED];
         for (unsigned k = 0; k < KINDS; k++) /* a kind that is off: never */
             hk_sample.left[k] = kind_on[k] ? interval(t, k) : INT64_MAX;
     }
@@ -584,7 +585,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     struct prof_tls *t = prof_state();
     uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
-    if (!hk_sample_pass_refill(n, size, cls) && !t->busy) {
+    if (!hk_sample_pass_refill(h, n, size, cls) && !t->busy) {
         unsigned pending = 0;
         for (unsigned k = 0; k < KINDS; k++) {
             if (hk_sample.pending[k] & bit) {
@@ -593,6 +594,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
             }
         }
         unsigned what = pending | count_block(t, size, ~pending);
+        hk_sample_arm(h);
         if (what != 0) {
             void *p = sampled_block(size, what);
             if (p != NULL) {
@@ -614,6 +616,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                     passed_point(t, k, size);
                 }
             }
+            hk_sample_arm(h);
         }
     }
     if (keep < n - 1) {
@@ -630,20 +633,26 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     return list;
 }
 
-/* A medium or large block was just taken, the trim countdown kept at 1
- * while sampling, and hk_sample_pass_block found a trim tick, a point, or
- * the thread's first such block: at a point the block goes back and a
- * sampled block serves instead. */
+/* A medium or large block was just taken and the heap's trim budget ran
+ * out, which while sampling ends at the next trim tick or point, whichever
+ * comes first (at every block while guarding): the blocks before this one
+ * hold no point.  At a point the block goes back and a sampled block serves
+ * instead. */
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
 {
     prof_state();
-    if (hk_sample.ticks == 0) {
-        hk_sample.ticks = HK_TRIM_COUNTDOWN;
-        hk_bitmap_tick(h);
-        h->trim_countdown = 1;
-    }
     uint64_t size = pg->block_size;
+    /* The blocks before this one, then this one. */
+    h->trim_budget += (int64_t)size;
+    hk_sample_fold(h);
+    if (hk_sample.ticks <= (int64_t)size) {
+        hk_sample.ticks = HK_TRIM_BYTES;
+        hk_bitmap_tick(h);
+    } else {
+        hk_sample.ticks -= (int64_t)size;
+    }
     unsigned what = prof.busy ? 0 : count_block(&prof, size, ~0u);
+    hk_sample_arm(h);
     if (what == 0)
         return block;
     void *p = sampled_block(size, what);
@@ -657,10 +666,15 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site)
 {
     struct prof_tls *t = prof_state();
+    struct hk_heap *h = hk_tls.heap;
     *site = 0;
     if (t->busy)
         return 0;
+    if (h != NULL)
+        hk_sample_fold(h);
     unsigned what = count_block(t, size, ~0u);
+    if (h != NULL)
+        hk_sample_arm(h);
     if (what & HK_SAMPLE_PROFILE) {
         t->busy = true;
         *site = record(size);
@@ -922,9 +936,12 @@ void hk_heap_profile_start(void)
     backtrace(warm, 1);
     fast_unwinder_start();
     /* Blocks handed out before now (the loader's, constructors') go back,
-     * so that the thread's next ones come from refills, which sample. */
-    if (hk_tls.heap != NULL)
+     * so that the thread's next ones come from refills, which sample, and
+     * its next medium or large block visits the profiler. */
+    if (hk_tls.heap != NULL) {
         hk_heap_flush_tls(hk_tls.heap);
+        hk_tls.heap->trim_budget = hk_tls.heap->trim_budget_set = 0;
+    }
     kind_on[PROFILED] = profiling;
     if (guard) {
         double n = (double)hk_config.guard_sample;

@@ -363,7 +363,8 @@ struct hk_heap {
     uint64_t last_refault;     /* when purged memory was last taken again */
     uint32_t purges_in_flight; /* purges whose pages are off every list */
     /* Trimming medium and large pages (bitmap_page.c); the owner's. */
-    uint32_t trim_countdown;   /* allocations until the clock is read again */
+    int64_t trim_budget;       /* bytes of blocks until the clock is read again, less 1 */
+    int64_t trim_budget_set;   /* what trim_budget was last set to (the profiler's count) */
     uint64_t trim_at;          /* next trim due */
 };
 
@@ -502,20 +503,35 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 
 /* ---- medium and large pages: a bitmap of free blocks (bitmap_page.c) ---- */
 
-#define HK_TRIM_COUNTDOWN 64
+/* Medium and large blocks handed out between trim ticks: bytes, so that
+ * while profiling a tick can also stop at the thread's next sample point. */
+#define HK_TRIM_BYTES ((int64_t)1 << 20)
 void hk_bitmap_init(struct hk_page *pg);
 size_t hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
 void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
 void *hk_bitmap_take_new(struct hk_heap *h, struct hk_page *pg, unsigned i); /* i >= reach */
-void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, void *block); /* it hit 0 */
-void hk_bitmap_tick(struct hk_heap *h); /* every HK_TRIM_COUNTDOWN allocations */
+void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i); /* budget spent */
+void hk_bitmap_tick(struct hk_heap *h); /* every HK_TRIM_BYTES handed out */
 void *hk_bitmap_malloc(size_t size); /* a size in (HK_SMALL_MAX, HK_LARGE_MAX] */
 void hk_bitmap_page_event(struct hk_page *pg); /* a free emptied pg, or pg not current */
+
+/* Add n to a counter that only one thread writes and others read, with no
+ * locked instruction: on x86-64 one add to memory (an aligned 8-byte
+ * store, which a reader loads whole; gcc makes a relaxed load and store of
+ * it three instructions), elsewhere a relaxed atomic load and store. */
+static inline void hk_owner_add(uint64_t *counter, uint64_t n)
+{
+#if defined(__x86_64__)
+    __asm__("addq %1, %0" : "+m"(*counter) : "er"(n));
+#else
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+#endif
+}
 
 /* Take the lowest free block of pg, the class's current page.  The search
  * always ends: the bits past the last block stay set.  A block at or above
  * the page's reach (which is at most its capacity, so a full page goes
- * there too) and the end of the trim countdown are looked after out of
+ * there too) and the end of the trim budget are looked after out of
  * line, so that this path needs no stack frame.  (cls is a size_t here:
  * it indexes the heap's arrays with no zero extension.) */
 static inline void *hk_bitmap_take(struct hk_heap *h, struct hk_page *pg, size_t cls)
@@ -529,12 +545,15 @@ static inline void *hk_bitmap_take(struct hk_heap *h, struct hk_page *pg, size_t
         return hk_bitmap_take_new(h, pg, i);
     pg->free_map[w] = map & (map - 1);
     pg->used++;
-    uint64_t *supplied = &h->supplied[cls]; /* as hk_count (stats.h) */
-    __atomic_store_n(supplied, __atomic_load_n(supplied, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
-    void *block = pg->blocks + (size_t)i * pg->block_size;
-    if (HK_UNLIKELY(--h->trim_countdown == 0))
-        return hk_bitmap_taken(h, pg, block);
-    return block;
+    hk_owner_add(&h->supplied[cls], 1);
+    uint64_t size = pg->block_size;
+    /* Spelled for one subtraction from memory, and the block's address
+     * computed after it. */
+    int64_t budget = h->trim_budget - (int64_t)size;
+    h->trim_budget = budget;
+    if (HK_UNLIKELY(budget < 0))
+        return hk_bitmap_taken(h, pg, i);
+    return pg->blocks + (size_t)i * size;
 }
 
 static inline void *hk_bitmap_alloc(struct hk_heap *h, size_t cls)
@@ -774,47 +793,70 @@ extern bool hk_heap_sampling; /* sample points are on (either kind) */
  * profiled one, left[1] in blocks to the next guarded one (a kind that is
  * off: INT64_MAX; a new thread's are 0, which sends it to the profiler
  * first); pending[kind], the small classes whose next refill is a point;
- * ticks, its medium and large allocations to its next trim tick.  The
- * allocator counts down here, inline, where no point is near. */
+ * ticks, the bytes of its medium and large blocks to its next trim tick.
+ * The allocator counts down here, inline, where no point is near. */
 struct hk_sample_left {
     int64_t left[2];
     uint64_t pending[2];
-    unsigned ticks;
+    int64_t ticks;
+    bool every_block; /* guarding: every medium and large block is counted */
 };
 extern __thread struct hk_sample_left hk_sample __attribute__((tls_model("initial-exec")));
 
-/* A refill of n blocks of `size` bytes of class cls holds no point:
- * counted, true; else false, for hk_heap_sample_refill to cut the list. */
-static inline bool hk_sample_pass_refill(unsigned n, uint64_t size, unsigned cls)
+/* While sampling, the trim budget of a thread's heap ends before its next
+ * profiled point (or trim tick: hk_heap_sample_bitmap), so the medium and
+ * large blocks need not pass the profiler one by one.  What they took from
+ * it since it was set is folded into the thread's count before anything
+ * else is counted... */
+static inline void hk_sample_fold(struct hk_heap *h)
+{
+    int64_t passed = h->trim_budget_set - h->trim_budget;
+    if (passed == 0)
+        return;
+    hk_sample.left[0] -= passed;
+    hk_sample.ticks -= passed;
+    h->trim_budget_set = h->trim_budget;
+    /* Only a budget its thread did not set (a heap it took over) can have
+     * passed the point: the next block counted stands for it. */
+    if (HK_UNLIKELY(hk_sample.left[0] < 1))
+        hk_sample.left[0] = 1;
+}
+
+/* ...and the budget set again once it is: the block that takes it below 0
+ * is the one that holds the point or reaches the tick. */
+static inline void hk_sample_arm(struct hk_heap *h)
 {
     struct hk_sample_left *s = &hk_sample;
+    int64_t budget = s->left[0] - 1 < s->ticks ? s->left[0] - 1 : s->ticks;
+    h->trim_budget = h->trim_budget_set = s->every_block ? 0 : budget;
+}
+
+/* A refill of n blocks of `size` bytes of class cls, for h's thread, holds
+ * no point: counted, true; else false, for hk_heap_sample_refill to cut
+ * the list. */
+static inline bool hk_sample_pass_refill(struct hk_heap *h, unsigned n, uint64_t size, unsigned cls)
+{
+    struct hk_sample_left *s = &hk_sample;
+    hk_sample_fold(h);
     if (((s->pending[0] | s->pending[1]) >> cls & 1) || s->left[0] <= (int64_t)(n * size) ||
         s->left[1] <= (int64_t)n)
         return false;
     s->left[0] -= (int64_t)(n * size);
     s->left[1] -= n;
+    if (h->trim_budget > s->left[0] - 1) /* it was at most the ticks left, and 0 when guarding */
+        h->trim_budget = h->trim_budget_set = s->left[0] - 1;
     return true;
 }
 
 /* n blocks of `size` bytes counted by hk_sample_pass_refill went back
  * unused. */
-static inline void hk_sample_uncount(uint64_t n, uint64_t size)
+static inline void hk_sample_uncount(struct hk_heap *h, uint64_t n, uint64_t size)
 {
     hk_sample.left[0] += (int64_t)(n * size);
     hk_sample.left[1] += (int64_t)n;
+    hk_sample_arm(h);
 }
 
-/* A medium or large block of `size` bytes holds no point and is no trim
- * tick: counted, true; else false, for hk_heap_sample_bitmap. */
-static inline bool hk_sample_pass_block(uint64_t size)
-{
-    struct hk_sample_left *s = &hk_sample;
-    if (--s->ticks == 0 || s->left[0] <= (int64_t)size || s->left[1] <= 1)
-        return false;
-    s->left[0] -= (int64_t)size;
-    s->left[1]--;
-    return true;
-}
 void hk_heap_profile_start(void); /* once, from the constructor */
 /* A refill's list of n blocks of class cls, taken from pg, holds a point:
  * the TLS list gets those before it; the first block, or the sampled one. */

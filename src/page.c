@@ -261,7 +261,7 @@ static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
         return refill_general_sampled(h, cls);
     unsigned n = local_freed(pg);
     void *list = local_take(h, pg, cls);
-    if (hk_sample_pass_refill(n, hk_classes[cls].block_size, cls))
+    if (hk_sample_pass_refill(h, n, hk_classes[cls].block_size, cls))
         return hand_out(pg, list, cls);
     return hk_heap_sample_refill(h, pg, cls, list, n);
 }

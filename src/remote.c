@@ -232,7 +232,7 @@ void hk_foreign_send(struct hk_heap *h, unsigned cls)
     t->foreign[cls] = 0;
     hk_count(&h->returned[cls], n);
     if (HK_UNLIKELY(hk_heap_sampling)) /* counted when kept, never handed out */
-        hk_sample_uncount(n, hk_classes[cls].block_size);
+        hk_sample_uncount(h, n, hk_classes[cls].block_size);
 }
 
 /* Free p, a small block of class cls of another heap than h, the calling
@@ -242,7 +242,7 @@ void hk_foreign_send(struct hk_heap *h, unsigned cls)
 void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
 {
     struct hk_tls *t = &hk_tls;
-    if (HK_UNLIKELY(hk_heap_sampling) && !hk_sample_pass_refill(1, hk_classes[cls].block_size, cls)) {
+    if (HK_UNLIKELY(hk_heap_sampling) && !hk_sample_pass_refill(h, 1, hk_classes[cls].block_size, cls)) {
         hk_remote_free(hk_heap_of_block(p), p);
         return;
     }

@@ -29,11 +29,11 @@ static inline void hk_stat_add(_Atomic uint64_t *counter, uint64_t n)
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
 }
 
-/* A counter of one heap: only its owner writes it, on slow paths; readers
- * in other threads load it.  Relaxed atomic load and store, no locked add. */
+/* A counter of one heap: only its owner writes it; readers in other
+ * threads load it (hk_owner_add, internal.h). */
 static inline void hk_count(uint64_t *counter, uint64_t n)
 {
-    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+    hk_owner_add(counter, n);
 }
 
 /* What glibc's mallinfo and malloc_info tell that struct hak_stats does

@@ -104,6 +104,12 @@ small)
 	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" small
 	check "site_small: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_small 64
 	;;
+interleaved)
+	# Small blocks between medium ones, which pass the profiler only at its
+	# points: each kind's bytes count toward the same next point.
+	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" interleaved
+	check "site_small: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_small 64
+	;;
 handoff)
 	# Blocks freed by another thread are reused there (remote.c) and
 	# counted as they enter its lists, as refills are.
@@ -180,7 +186,7 @@ print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
 		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'kill -TERM $$')" = -15
 	;;
 *)
-	echo "usage: tests/heap/heap.sh sites|static|small|handoff|busy|python|off|trim" >&2
+	echo "usage: tests/heap/heap.sh sites|static|small|interleaved|handoff|busy|python|off|trim" >&2
 	exit 2
 	;;
 esac

@@ -5,6 +5,8 @@
  *            blocks, 1 GiB of 256 KiB blocks, 128 MiB of 2 MiB blocks: the
  *            blocks are not touched, so they cost address space, not memory)
  *   small    one site of 64-byte blocks (64 MiB), live at exit
+ *   interleaved  64 MiB of 64-byte blocks, live at exit, between 16 KiB
+ *            blocks allocated and freed (64 times the bytes)
  *   handoff  main allocates 64 MiB of 64-byte blocks; a thread frees each
  *            and allocates one of its own at its site (reusing main's
  *            blocks where it freed them), live at exit; main's all freed
@@ -75,6 +77,24 @@ static void small(void)
     for (int i = 0; i < 1 << 20; i++)
         site_small();
     printf("small: 64 MiB in 64-byte blocks\n");
+}
+
+__attribute__((noinline)) static void site_passing(void)
+{
+    void *p = malloc(16384);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    free(p);
+}
+
+static void interleaved(void)
+{
+    kept = malloc((1 << 20) * sizeof *kept);
+    for (int i = 0; i < 1 << 20; i++) {
+        site_small();
+        if (i % 4 == 0)
+            site_passing();
+    }
+    printf("interleaved: 64 MiB in 64-byte blocks, 4 GiB in 16 KiB blocks freed\n");
 }
 
 __attribute__((noinline)) static void site_handed(size_t i)
@@ -216,6 +236,8 @@ int main(int argc, char **argv)
         sites();
     } else if (strcmp(mode, "small") == 0) {
         small();
+    } else if (strcmp(mode, "interleaved") == 0) {
+        interleaved();
     } else if (strcmp(mode, "handoff") == 0) {
         handoff();
     } else if (strcmp(mode, "busy") == 0) {
@@ -227,7 +249,7 @@ int main(int argc, char **argv)
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|handoff|busy|signal|trim\n");
+        fprintf(stderr, "usage: profiled sites|small|interleaved|handoff|busy|signal|trim\n");
         return 2;
     }
     return 0;
