@@ -138,10 +138,21 @@ static double one_minus_exp_neg(double t)
     return 1 - e;
 }
 
-/* What a sample of `size` bytes stands for: size / P(sampled). */
+/* What a sample of `size` bytes stands for: size / P(sampled).  Sizes
+ * repeat (most are a class's block size), so the last ones are kept; the
+ * profiler's lock is held. */
 static double weight(uint64_t size)
 {
-    return (double)size / one_minus_exp_neg((double)size / mean);
+    static struct {
+        uint64_t size;
+        double weight;
+    } known[64];
+    unsigned i = (unsigned)((size * 0x9E3779B97F4A7C15ull) >> 58);
+    if (known[i].size != size) {
+        known[i].size = size;
+        known[i].weight = (double)size / one_minus_exp_neg((double)size / mean);
+    }
+    return known[i].weight;
 }
 
 static uint64_t next_random(struct prof_tls *t)
