@@ -258,6 +258,7 @@ static unsigned keep_outside(const uintptr_t *frames, unsigned n, uintptr_t *pc)
 #define RULES 8192 /* return addresses known */
 enum { RULE_END = 1, RULE_SLOW = 2 }; /* the outermost frame; not a constant */
 static _Atomic uint64_t *rules; /* ip << 16 | (CFA - SP) / 8 << 2 | RULE_* */
+static _Atomic uint32_t rules_changed; /* rules made slow so far */
 static _Unwind_Reason_Code (*uw_backtrace)(_Unwind_Trace_Fn, void *);
 static uintptr_t (*uw_get_ip_info)(struct _Unwind_Context *, int *);
 static uintptr_t (*uw_get_cfa)(struct _Unwind_Context *);
@@ -292,8 +293,10 @@ static void learn(uintptr_t ip, uintptr_t delta, bool end)
     if (!found && atomic_compare_exchange_strong(slot, &old, r))
         return;
     old = atomic_load_explicit(slot, memory_order_relaxed);
-    if (old >> 16 == ip && old != r && !(old & RULE_SLOW))
+    if (old >> 16 == ip && old != r && !(old & RULE_SLOW)) {
         atomic_store_explicit(slot, old | RULE_SLOW, memory_order_relaxed);
+        atomic_fetch_add_explicit(&rules_changed, 1, memory_order_relaxed);
+    }
 }
 
 struct slow_walk {
@@ -318,10 +321,13 @@ static _Unwind_Reason_Code slow_frame(struct _Unwind_Context *ctx, void *arg)
     return _URC_NO_REASON;
 }
 
-/* Frames from return address ip, where the stack pointer is sp, into out:
- * false when one of them is not known. */
-static bool fast_walk(uintptr_t ip, uintptr_t sp, uintptr_t top, uintptr_t *out, unsigned *n)
+/* Frames from return address ip, where the stack pointer is sp, into out,
+ * and where each but the first was read from into slots: false when one of
+ * them is not known. */
+static bool fast_walk(uintptr_t ip, uintptr_t sp, uintptr_t top, uintptr_t *out,
+                      uintptr_t *slots, unsigned *n)
 {
+    slots[0] = 0;
     for (unsigned k = 0; k < DEPTH + 16;) {
         bool found;
         _Atomic uint64_t *slot = rule_slot(ip, &found);
@@ -337,10 +343,59 @@ static bool fast_walk(uintptr_t ip, uintptr_t sp, uintptr_t top, uintptr_t *out,
         uintptr_t cfa = sp + ((r >> 2) & 0x3FFF) * 8;
         if (cfa <= sp || cfa > top)
             return false;
+        if (k < DEPTH + 16)
+            slots[k] = cfa - 8;
         ip = *(const uintptr_t *)(cfa - 8);
         sp = cfa;
     }
     return true;
+}
+
+/*
+ * The last stack that record() took by the fast walk, and its site.  A loop
+ * that allocates from one place calls from the same stack pointer, with the
+ * same return addresses in the same slots of its stack; walked from there,
+ * the same rules give the same frames.  So while the memo's slots still
+ * hold its return addresses and no rule has changed since, the stack is the
+ * memo's: one load and compare a frame, where the walk takes a table probe
+ * and the site a hash and a comparison.  (The debug build walks every stack
+ * and asserts that a matching memo named its site.)
+ */
+#define MEMO_FRAMES 32
+struct stack_memo {
+    uintptr_t ip, sp;  /* capture's return address and stack pointer */
+    unsigned n;        /* frames (at most MEMO_FRAMES) */
+    uint32_t site;     /* their site (0: none) */
+    bool taken;        /* just taken: record() names its site */
+    uint32_t changed;  /* rules_changed when it was taken */
+    uintptr_t slot[MEMO_FRAMES], ret[MEMO_FRAMES]; /* frame k >= 1 was read at slot[k] */
+};
+static __thread struct stack_memo memo __attribute__((tls_model("initial-exec")));
+
+static bool memo_matches(const struct stack_memo *m, uintptr_t ip, uintptr_t sp)
+{
+    if (m->site == 0 || m->ip != ip || m->sp != sp ||
+        m->changed != atomic_load_explicit(&rules_changed, memory_order_relaxed))
+        return false;
+    for (unsigned k = 1; k < m->n; k++)
+        if (*(const uintptr_t *)m->slot[k] != m->ret[k])
+            return false;
+    return true;
+}
+
+static void memo_take(struct stack_memo *m, uintptr_t ip, uintptr_t sp, const uintptr_t *frames,
+                      const uintptr_t *slots, unsigned n)
+{
+    m->site = 0;
+    m->taken = n <= MEMO_FRAMES;
+    if (!m->taken)
+        return;
+    m->ip = ip;
+    m->sp = sp;
+    m->n = n;
+    m->changed = atomic_load_explicit(&rules_changed, memory_order_relaxed);
+    memcpy(m->slot, slots, n * sizeof *slots);
+    memcpy(m->ret, frames, n * sizeof *frames);
 }
 
 /* The debug build's check: a fast walk that differs from the slow one went
@@ -359,8 +414,13 @@ static bool explained(const uintptr_t *fast, unsigned nfast, const struct slow_w
     return false;
 }
 
-static HK_NOINLINE unsigned capture(uintptr_t *pc)
+/* The stack into pc, its depth; with m: *site is m's site when the stack
+ * is m's (then pc is left alone and 0 returned, but in the debug build),
+ * else 0, and m is taken from this stack when the fast walk took it. */
+static HK_NOINLINE unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_t *site)
 {
+    if (site != NULL)
+        *site = 0;
     if (uw_backtrace == NULL) {
         void *frames[DEPTH + 16];
         int n = backtrace(frames, DEPTH + 16);
@@ -371,14 +431,21 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc)
     uintptr_t ip = (uintptr_t)__builtin_return_address(0);
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0) + 16;
     struct prof_tls *t = &prof;
-    uintptr_t fast[DEPTH + 16];
+    uintptr_t fast[DEPTH + 16], slots[DEPTH + 16];
     unsigned nfast = 0;
 #ifdef HK_DEBUG
     bool check = true;
 #else
     bool check = ++t->captures % 256 == 0;
 #endif
-    bool have_fast = t->stack_top != 0 && fast_walk(ip, sp, t->stack_top, fast, &nfast);
+    if (m != NULL && memo_matches(m, ip, sp)) {
+        *site = m->site;
+        if (!check)
+            return 0;
+    }
+    bool have_fast = t->stack_top != 0 && fast_walk(ip, sp, t->stack_top, fast, slots, &nfast);
+    if (have_fast && m != NULL) /* stamped before the slow walk may change a rule */
+        memo_take(m, ip, sp, fast, slots, nfast);
     if (have_fast && !check)
         return keep_outside(fast, nfast, pc);
     struct slow_walk w = {.n = 0};
@@ -413,8 +480,17 @@ static void fast_unwinder_start(void)
         uw_backtrace = NULL;
 }
 #else
-static unsigned capture(uintptr_t *pc)
+struct stack_memo {
+    uint32_t site;
+    bool taken;
+};
+static __thread struct stack_memo memo;
+
+static unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_t *site)
 {
+    (void)m;
+    if (site != NULL)
+        *site = 0;
     void *frames[DEPTH + 16];
     int n = backtrace(frames, DEPTH + 16);
     return keep_outside((const uintptr_t *)frames, n > 0 ? (unsigned)n : 0, pc);
@@ -428,7 +504,7 @@ static void fast_unwinder_start(void)
 unsigned hk_stack_capture(uintptr_t *pc, unsigned max)
 {
     uintptr_t all[DEPTH];
-    unsigned n = capture(all);
+    unsigned n = capture(all, NULL, NULL);
     n = n < max ? n : max;
     memcpy(pc, all, n * sizeof *pc);
     return n;
@@ -517,9 +593,17 @@ static void unlock_and_dump_wanted(void)
 static uint32_t record(uint64_t size)
 {
     uintptr_t pc[DEPTH];
-    unsigned n = capture(pc);
+    uint32_t known;
+    unsigned n = capture(pc, &memo, &known);
     pthread_mutex_lock(&lock);
-    uint32_t id = site_of(pc, n);
+    uint32_t id = known;
+    if (id == 0 || n != 0) {
+        id = site_of(pc, n);
+        HK_ASSERT(known == 0 || known == id); /* a matching memo names the site walked */
+        if (memo.taken)
+            memo.site = id;
+        memo.taken = false;
+    }
     if (id == 0) {
         dropped++;
         pthread_mutex_unlock(&lock);
