@@ -236,22 +236,22 @@ void *hk_huge_alloc(size_t size, size_t align, bool zero)
     return p;
 }
 
-/* A spare of len bytes or more, but not twice as many, starting at a
- * multiple of align, taken out; its addr is 0 if there is none.  Lock
- * held. */
+/* The newest spare of len bytes or more, but not twice as many, starting
+ * at a multiple of align, taken out (the newest is the likeliest to fit, a
+ * stand-in of the same class, and to be in the cache); its addr is 0 if
+ * there is none.  Lock held. */
 static struct spare take_spare(size_t len, size_t align)
 {
-    struct spare *best = NULL, found = {0, 0};
-    for (unsigned i = 0; i < nspares; i++)
-        if (spares[i].len >= len && spares[i].len / 2 < len && (spares[i].addr & (align - 1)) == 0 &&
-            (best == NULL || spares[i].len < best->len))
-            best = &spares[i];
-    if (best != NULL) {
-        found = *best;
-        spare_bytes -= best->len;
-        memmove(best, best + 1, (size_t)(&spares[--nspares] - best) * sizeof *best);
+    for (unsigned i = nspares; i-- > 0;) {
+        struct spare s = spares[i];
+        if (s.len >= len && s.len / 2 < len && (s.addr & (align - 1)) == 0) {
+            spare_bytes -= s.len;
+            nspares--;
+            memmove(&spares[i], &spares[i + 1], (nspares - i) * sizeof spares[i]);
+            return s;
+        }
     }
-    return found;
+    return (struct spare){0, 0};
 }
 
 /* Keep a freed stand-in's range: the oldest spares make room, into out
