@@ -26,7 +26,9 @@ struct huge_entry {
 };
 #define TOMBSTONE ((uintptr_t)1)
 
-static pthread_mutex_t huge_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Adaptive: held briefly, and while profiling every sample takes it twice
+ * (a stand-in's range and its free), from every thread. */
+static pthread_mutex_t huge_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 static struct huge_entry *table;
 static size_t table_cap; /* a power of two */
 static size_t table_used; /* live entries and tombstones */
@@ -440,6 +442,6 @@ void hk_huge_unlock_all(void)
 
 void hk_huge_reset_locks(void)
 {
-    pthread_mutex_init(&huge_lock, NULL);
+    huge_lock = (pthread_mutex_t)PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
     hk_huge_cache_reset_lock();
 }
