@@ -13,12 +13,13 @@
  * point and gives the others back to the page, and another heap's block
  * freed here is kept for reuse only if it ends before the point (else it
  * goes home: remote.c); the malloc that reaches the point refills again,
- * and is sampled.  Its bytes are the class's block size (a
- * refill does not know the requested size).  Medium and large allocations
- * pass here one by one (the trim countdown is kept at 1), huge ones from
- * hk_huge_alloc.  A sampled allocation is served by a huge block that
- * carries its site (huge.c), so that its free, realloc and usable size find
- * it there, on their slow paths, in any thread.
+ * and is sampled.  Its bytes are the class's block size (a refill does
+ * not know the requested size).  Medium and large allocations come here at
+ * a point only, where the heap's trim budget ends (hk_sample_arm,
+ * internal.h); huge ones from hk_huge_alloc.  A sampled allocation is
+ * served by a huge block that carries its site (huge.c), so that its free,
+ * realloc and usable size find it there, on their slow paths, in any
+ * thread.
  *
  * Guarded allocations (HAKMEM_GUARD_SAMPLE=N, guard.c) use the same points,
  * counted in blocks instead of bytes: about one block in N, at geometric
