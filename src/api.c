@@ -44,7 +44,7 @@ HK_ALIAS(calloc, hak_calloc)
 size_t hk_usable_size(const void *p, const char *call)
 {
     if (!HK_SECURE_ON && hk_own_arena(p))
-        return hk_own_block_size(p);
+        return hk_page_of_block(p)->block_size;
     if (p == NULL)
         return 0;
     struct hk_page *pg = hk_page_of(p);

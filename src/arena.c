@@ -714,31 +714,6 @@ static inline bool block_home(struct hk_arena *a, uintptr_t p, uintptr_t off, un
     return true;
 }
 
-/* The block size of p, a block of the calling thread's own arena (one with
- * a class map: the fast-path key is never a compact arena's), from the
- * class map rather than the page header, whose line is likelier cold
- * (realloc's usable size: bench realloc-growth spent 8% of its time on
- * that load). */
-size_t hk_own_block_size(const void *ptr)
-{
-    uintptr_t p = (uintptr_t)ptr;
-    const struct hk_arena *a = hk_arena_of(p);
-    uintptr_t off = p & (HK_ARENA_SIZE - 1);
-    uint32_t i;
-    if (off < hk_region_offset(HK_MEDIUM))
-        i = class_map_index(HK_SMALL, (uint32_t)(off >> HK_SMALL_PAGE_SHIFT));
-    else if (off < hk_region_offset(HK_LARGE))
-        i = class_map_index(HK_MEDIUM, (uint32_t)((off - hk_region_offset(HK_MEDIUM)) >> HK_MEDIUM_PAGE_SHIFT));
-    else
-        i = class_map_index(HK_LARGE, (uint32_t)((off - hk_region_offset(HK_LARGE)) >> HK_LARGE_PAGE_SHIFT));
-    /* A free page's class is 0, whose block size is 0, as its header says
-     * (a pointer into one is no block; one above the mark has no header). */
-    HK_ASSERT(a->page_class != NULL);
-    HK_ASSERT(a->page_class[i] == 0 ||
-              hk_classes[a->page_class[i]].block_size == hk_page_of_block(ptr)->block_size);
-    return hk_classes[a->page_class[i]].block_size;
-}
-
 bool hk_block_home(const void *ptr, struct hk_block_home *home)
 {
     uintptr_t p = (uintptr_t)ptr;

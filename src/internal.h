@@ -326,7 +326,6 @@ struct hk_block_home {
  * from an arena (not foreign, interior, misaligned, or in a free page).
  * Outside compact arenas it reads no page header. */
 bool hk_block_home(const void *p, struct hk_block_home *home);
-size_t hk_own_block_size(const void *p); /* p: a block of the thread's own arena */
 
 /* The heap that owns p, a block of an arena (an arena's pages are all its
  * heap's): read from the arena, not the block's page header. */
