@@ -504,8 +504,12 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 /* ---- medium and large pages: a bitmap of free blocks (bitmap_page.c) ---- */
 
 /* Medium and large blocks handed out between trim ticks: bytes, so that
- * while profiling a tick can also stop at the thread's next sample point. */
-#define HK_TRIM_BYTES ((int64_t)1 << 20)
+ * while profiling a tick can also stop at the thread's next sample point.
+ * A tick reads the clock and polls the purger and remote frees: at 1 MiB
+ * (a tick every 50 blocks of random-mixed-medium, against 64 before, when
+ * it counted blocks) that row ran 1.4-2.1% slower, at 2 MiB 1.6%, at
+ * 4 MiB level (11 runs pinned to one CPU). */
+#define HK_TRIM_BYTES ((int64_t)4 << 20)
 void hk_bitmap_init(struct hk_page *pg);
 size_t hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
 void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
