@@ -4,6 +4,8 @@ For each workload and each run index, every allocator runs once before the
 next run index starts (A B C D A B C D ...), so a slow spell of the shared
 machine hits all allocators alike rather than one.
 """
+import os
+import shutil
 import sys
 import time
 
@@ -52,9 +54,25 @@ def summarize_cell(runs, extra_keys):
     return cell
 
 
+def pin_wrapper():
+    """taskset -c N for single-threaded workloads: N is HAKBENCH_CPU, or the
+    first CPU this process may use; none with HAKBENCH_CPU=none or without
+    taskset.  The CPUs of a shared machine need not run alike: on the
+    project's 2-core VM one ran realloc-growth at 18.8 M ops/s and the other
+    at 15.2 M, so which CPU a run landed on decided A/B comparisons of 15
+    runs (+27% and -26% a minute apart)."""
+    cpu = os.environ.get("HAKBENCH_CPU", "")
+    if cpu == "none" or shutil.which("taskset") is None:
+        return ()
+    if cpu == "":
+        cpu = str(min(os.sched_getaffinity(0)))
+    return ("taskset", "-c", cpu)
+
+
 def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
               sample_ms=0, timeout=300.0, floor=None, out=print):
     progress = Progress(len(workloads) * runs * len(allocs))
+    pin = pin_wrapper()
     results = []
     for wi, w in enumerate(workloads, 1):
         argv = w.argv(scale)
@@ -70,7 +88,8 @@ def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
                                        error="skipped: an earlier run timed out")
                 else:
                     r = runner_mod.run(a, argv, w.needs, timeout=timeout,
-                                       sample_ms=sample_ms)
+                                       sample_ms=sample_ms,
+                                       wrapper=pin if w.single_thread else ())
                 per_alloc[a.name].append(r)
                 progress.step()
                 line.append(f"{a.name} {rate(r.result['ops_per_sec'])}" if r.ok

@@ -25,6 +25,9 @@ class Workload:
     # allocator (its realloc, not knowing the old size, copies the new size).
     has_floor: bool = True
     extra: List[str] = field(default_factory=list)  # result keys to show
+    # One thread: its runs are pinned to one CPU (suite.py), so that every
+    # allocator runs on the same one.
+    single_thread: bool = False
 
     def argv(self, scale=1.0):
         return [paths.binary(self.binary)] + [str(a) for a in self.make_args(scale)]
@@ -38,7 +41,7 @@ def _random_mixed(name, lo, hi, about, dist="uniform", ops=20_000_000):
     return Workload(
         name, "random_mixed",
         lambda s: [n(ops, s), 400, lo, hi, 42] + ([dist] if dist != "uniform" else []),
-        about)
+        about, single_thread=True)
 
 
 ALL = [
@@ -59,7 +62,8 @@ ALL = [
              "server, 8-1000 B, each thread replaced every 20 K iterations"),
     Workload("working-set", "working_set",
              lambda s: [1, n(3_000_000, s), 262144, 16, 1024, 42],
-             "256 K live blocks, Pareto 16 B-1 KiB, random one replaced, written whole"),
+             "256 K live blocks, Pareto 16 B-1 KiB, random one replaced, written whole",
+             single_thread=True),
     Workload("working-set-2t", "working_set",
              lambda s: [2, n(1_500_000, s), 262144, 16, 1024, 42],
              "working-set on 2 threads, each with its own 256 K blocks"),
@@ -90,20 +94,20 @@ ALL = [
              "2 threads each allocate and write an object (op = write)"),
     Workload("realloc-growth", "realloc_growth",
              lambda s: [n(3_000_000, s), 32, 65536, 42],
-             "32 buffers grown by realloc up to 64 KiB", has_floor=False),
+             "32 buffers grown by realloc up to 64 KiB", has_floor=False, single_thread=True),
     Workload("calloc", "calloc_zero",
              lambda s: [n(3_000_000, s), 400, 16, 16384, 42],
-             "random-mixed with calloc, 16 B-16 KiB, zeroing checked"),
+             "random-mixed with calloc, 16 B-16 KiB, zeroing checked", single_thread=True),
     Workload("aligned", "aligned",
              lambda s: [n(5_000_000, s), 400, 16, 1024, 4096, 42],
              "posix_memalign/aligned_alloc, alignment 16 B-4 KiB",
-             needs=CORE + ["posix_memalign", "aligned_alloc"]),
+             needs=CORE + ["posix_memalign", "aligned_alloc"], single_thread=True),
     Workload("large", "large",
              lambda s: [n(200, s, 20), 8, 65536, 32 << 20, 4096, 42],
-             "64 KiB-32 MiB blocks, every page written", ipo_scale=0.25),
+             "64 KiB-32 MiB blocks, every page written", ipo_scale=0.25, single_thread=True),
     Workload("large-5m", "large",
              lambda s: [n(3000, s, 300), 8, 65536, 5 << 20, 4096, 42],
-             "64 KiB-5 MiB blocks, every page written", ipo_scale=0.25),
+             "64 KiB-5 MiB blocks, every page written", ipo_scale=0.25, single_thread=True),
 ]
 
 BY_NAME = {w.name: w for w in ALL}
