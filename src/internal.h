@@ -519,11 +519,12 @@ void hk_bitmap_tick(struct hk_heap *h); /* every HK_TRIM_BYTES handed out */
 void *hk_bitmap_malloc(size_t size); /* a size in (HK_SMALL_MAX, HK_LARGE_MAX] */
 void hk_bitmap_page_event(struct hk_page *pg); /* a free emptied pg, or pg not current */
 
-/* Add n to a counter that only one thread writes and others read, with no
- * locked instruction: on x86-64 one add to memory (an aligned 8-byte
- * store, which a reader loads whole; gcc makes a relaxed load and store of
- * it three instructions), elsewhere a relaxed atomic load and store. */
-static inline void hk_owner_add(uint64_t *counter, uint64_t n)
+/* A counter of one heap (stats.h): only its owner writes it, readers in
+ * other threads load it.  No locked instruction: on x86-64 one add to
+ * memory (an aligned 8-byte store, which a reader loads whole; gcc makes a
+ * relaxed load and store of it three instructions), elsewhere a relaxed
+ * atomic load and store. */
+static inline void hk_count(uint64_t *counter, uint64_t n)
 {
 #if defined(__x86_64__)
     __asm__("addq %1, %0" : "+m"(*counter) : "er"(n));
@@ -549,7 +550,7 @@ static inline void *hk_bitmap_take(struct hk_heap *h, struct hk_page *pg, size_t
         return hk_bitmap_take_new(h, pg, i);
     pg->free_map[w] = map & (map - 1);
     pg->used++;
-    hk_owner_add(&h->supplied[cls], 1);
+    hk_count(&h->supplied[cls], 1);
     uint64_t size = pg->block_size;
     /* Spelled for one subtraction from memory, and the block's address
      * computed after it. */

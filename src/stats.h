@@ -29,13 +29,6 @@ static inline void hk_stat_add(_Atomic uint64_t *counter, uint64_t n)
     atomic_fetch_add_explicit(counter, n, memory_order_relaxed);
 }
 
-/* A counter of one heap: only its owner writes it; readers in other
- * threads load it (hk_owner_add, internal.h). */
-static inline void hk_count(uint64_t *counter, uint64_t n)
-{
-    hk_owner_add(counter, n);
-}
-
 /* What glibc's mallinfo and malloc_info tell that struct hak_stats does
  * not (introspect.c), derived the same way when asked for: from the page
  * headers, the regions' free page lists, the huge registry and the cache. */
