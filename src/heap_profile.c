@@ -712,6 +712,9 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                 if (before[k] == keep && keep < n - 1) {
                     hk_sample.pending[k] |= bit;
                     passed_point(t, k, size);
+                    /* Other heaps' blocks of the class must not delay its
+                     * refill: hk_foreign_free sends them home meanwhile. */
+                    hk_tls.foreign[cls] = UINT16_MAX;
                 }
             }
             hk_sample_arm(h);
@@ -729,6 +732,22 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     hk_tls.free[cls] = next;
     HK_CHECK_PAGE(pg);
     return list;
+}
+
+/* hk_sample_pass_foreign's block did not fit the budget.  The fold counted
+ * kept blocks toward the trim tick too, which may be what ended it: then
+ * the tick is taken here, as a medium malloc would. */
+bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls)
+{
+    uint64_t size = hk_classes[cls].block_size;
+    hk_sample_fold(h);
+    if (hk_sample.ticks <= (int64_t)size) {
+        hk_sample.ticks = HK_TRIM_BYTES;
+        hk_bitmap_tick(h);
+    }
+    bool kept = hk_sample_pass_refill(h, 1, size, cls);
+    hk_sample_arm(h);
+    return kept;
 }
 
 /* A medium or large block was just taken and the heap's trim budget ran

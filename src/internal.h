@@ -808,6 +808,12 @@ struct hk_sample_left {
 };
 extern __thread struct hk_sample_left hk_sample __attribute__((tls_model("initial-exec")));
 
+/* Does class cls's next refill hold a point? */
+static inline bool hk_sample_pending(unsigned cls)
+{
+    return (hk_sample.pending[0] | hk_sample.pending[1]) >> cls & 1;
+}
+
 /* While sampling, the trim budget of a thread's heap ends before its next
  * profiled point (or trim tick: hk_heap_sample_bitmap), so the medium and
  * large blocks need not pass the profiler one by one.  What they took from
@@ -843,13 +849,29 @@ static inline bool hk_sample_pass_refill(struct hk_heap *h, unsigned n, uint64_t
 {
     struct hk_sample_left *s = &hk_sample;
     hk_sample_fold(h);
-    if (((s->pending[0] | s->pending[1]) >> cls & 1) || s->left[0] <= (int64_t)(n * size) ||
+    if (hk_sample_pending(cls) || s->left[0] <= (int64_t)(n * size) ||
         s->left[1] <= (int64_t)n)
         return false;
     s->left[0] -= (int64_t)(n * size);
     s->left[1] -= n;
     if (h->trim_budget > s->left[0] - 1) /* it was at most the ticks left, and 0 when guarding */
         h->trim_budget = h->trim_budget_set = s->left[0] - 1;
+    return true;
+}
+
+/* Another heap's block of class cls kept on h's thread's TLS list
+ * (hk_foreign_free; never while its class has a point pending) is counted
+ * like a refill of one block.  Inline, it is taken from the heap's trim
+ * budget, which ends before the next profiled point, as a medium block is
+ * (the fold counts it); out of line when the budget runs out, and always
+ * while guarding (the budget is 0 then). */
+bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls);
+static inline bool hk_sample_pass_foreign(struct hk_heap *h, unsigned cls)
+{
+    int64_t budget = h->trim_budget - (int64_t)hk_classes[cls].block_size;
+    if (HK_UNLIKELY(budget < 0))
+        return hk_sample_pass_foreign_slow(h, cls);
+    h->trim_budget = budget;
     return true;
 }
 

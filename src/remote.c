@@ -235,27 +235,40 @@ void hk_foreign_send(struct hk_heap *h, unsigned cls)
         hk_sample_uncount(h, n, hk_classes[cls].block_size);
 }
 
+/* Class cls's TLS list counts its cap of other heaps' blocks: recount
+ * them (mallocs may have taken some) and send them home if they are many.
+ * The count is also set to the cap while the class's next refill holds a
+ * sample point (heap_profile.c): p goes home then, false, so as not to
+ * delay that refill. */
+static HK_NOINLINE bool foreign_at_cap(struct hk_heap *h, unsigned cls, void *p)
+{
+    struct hk_tls *t = &hk_tls;
+    if (HK_UNLIKELY(hk_heap_sampling) && hk_sample_pending(cls)) {
+        hk_remote_free(hk_heap_of_block(p), p);
+        return false;
+    }
+    unsigned n = 0;
+    for (void *b = t->free[cls]; b != NULL && hk_foreign_block(h, cls, b); b = hk_next(b))
+        n++;
+    if (n * 2 >= hk_classes[cls].foreign_cap)
+        hk_foreign_send(h, cls);
+    else
+        t->foreign[cls] = (uint16_t)n;
+    return true;
+}
+
 /* Free p, a small block of class cls of another heap than h, the calling
- * thread's: keep it for this thread's mallocs, or, when it would hold the
- * thread's next sample point, send it home (the malloc at the point must
+ * thread's: keep it for this thread's mallocs, or send it home when it
+ * would hold the thread's next sample point (the malloc at the point must
  * refill: heap_profile.c). */
 void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
 {
     struct hk_tls *t = &hk_tls;
-    if (HK_UNLIKELY(hk_heap_sampling) && !hk_sample_pass_refill(h, 1, hk_classes[cls].block_size, cls)) {
+    if (HK_UNLIKELY(t->foreign[cls] >= hk_classes[cls].foreign_cap) && !foreign_at_cap(h, cls, p))
+        return;
+    if (HK_UNLIKELY(hk_heap_sampling) && !hk_sample_pass_foreign(h, cls)) {
         hk_remote_free(hk_heap_of_block(p), p);
         return;
-    }
-    unsigned cap = hk_classes[cls].foreign_cap;
-    if (HK_UNLIKELY(t->foreign[cls] >= cap)) {
-        /* Count those still there: mallocs may have taken some. */
-        unsigned n = 0;
-        for (void *b = t->free[cls]; b != NULL && hk_foreign_block(h, cls, b); b = hk_next(b))
-            n++;
-        if (n * 2 >= cap)
-            hk_foreign_send(h, cls);
-        else
-            t->foreign[cls] = (uint16_t)n;
     }
     hk_set_next(p, t->free[cls]);
     t->free[cls] = p;
