@@ -46,6 +46,7 @@
 
 #include "hakmem.h"
 #include "internal.h"
+#include "lock.h"
 #include "stats.h"
 
 #define DEPTH 64              /* frames kept per stack */
@@ -65,9 +66,9 @@ struct site {
     uintptr_t pc[DEPTH];
 };
 
-/* Adaptive: it is held for a few hundred instructions, and threads that
- * sample at once waited in futex calls (xthread-0 profiled: 528 a run). */
-static pthread_mutex_t lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+/* Held for a few hundred instructions at each sample, from every thread:
+ * a lock that spins before it sleeps (lock.h). */
+static struct hk_lock lock = HK_LOCK_INIT;
 static struct site *sites;  /* sites[0] is unused: a site id is never 0 */
 static uint32_t *site_index; /* hash -> site id, open addressing */
 static uint32_t nsites = 1;
@@ -580,14 +581,14 @@ static void dump_locked(const char *why);
 
 static void unlock_and_dump_wanted(void)
 {
-    pthread_mutex_unlock(&lock);
+    hk_unlock(&lock);
     if (dump_wanted) {
-        pthread_mutex_lock(&lock);
+        hk_lock(&lock);
         if (dump_wanted) {
             dump_wanted = 0;
             dump_locked(NULL);
         }
-        pthread_mutex_unlock(&lock);
+        hk_unlock(&lock);
     }
 }
 
@@ -598,7 +599,7 @@ static uint32_t record(uint64_t size)
     uintptr_t pc[DEPTH];
     uint32_t known;
     unsigned n = capture(pc, &memo, &known);
-    pthread_mutex_lock(&lock);
+    hk_lock(&lock);
     uint32_t id = known;
     if (id == 0 || n != 0) {
         id = site_of(pc, n);
@@ -609,7 +610,7 @@ static uint32_t record(uint64_t size)
     }
     if (id == 0) {
         dropped++;
-        pthread_mutex_unlock(&lock);
+        hk_unlock(&lock);
         return 0;
     }
     struct site *s = &sites[id];
@@ -633,7 +634,7 @@ static uint32_t record(uint64_t size)
 
 void hk_heap_sample_freed(uint32_t site, size_t size)
 {
-    pthread_mutex_lock(&lock);
+    hk_lock(&lock);
     struct site *s = &sites[site - 1];
     keep_peak(s);
     s->live_n--;
@@ -983,9 +984,9 @@ HK_API int hak_heap_profile_dump(void)
         errno = EINVAL; /* not profiling */
         return -1;
     }
-    pthread_mutex_lock(&lock);
+    hk_lock(&lock);
     bool ok = dump_to(NULL, false);
-    pthread_mutex_unlock(&lock);
+    hk_unlock(&lock);
     if (!ok)
         errno = EIO;
     return ok ? 0 : -1;
@@ -995,23 +996,23 @@ HK_API int hak_heap_profile_dump(void)
 static void on_sigusr2(int sig)
 {
     (void)sig;
-    if (pthread_mutex_trylock(&lock) != 0) {
+    if (!hk_trylock(&lock)) {
         dump_wanted = 1;
         return;
     }
     dump_locked(NULL);
-    pthread_mutex_unlock(&lock);
+    hk_unlock(&lock);
 }
 
 __attribute__((destructor)) static void dump_at_exit(void)
 {
     if (!profiling)
         return;
-    pthread_mutex_lock(&lock);
+    hk_lock(&lock);
     if (peak_gen != 0)
         dump_to("peak", true);
     dump_to("exit", false);
-    pthread_mutex_unlock(&lock);
+    hk_unlock(&lock);
 }
 
 /* ---- start and fork -------------------------------------------------------- */
@@ -1072,15 +1073,15 @@ void hk_heap_profile_start(void)
 
 void hk_heap_profile_fork_lock(void)
 {
-    pthread_mutex_lock(&lock);
+    hk_lock(&lock);
 }
 
 void hk_heap_profile_fork_unlock(bool child)
 {
     if (child) {
-        lock = (pthread_mutex_t)PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+        hk_lock_reset(&lock);
         dump_seq = 0;
     } else {
-        pthread_mutex_unlock(&lock);
+        hk_unlock(&lock);
     }
 }

@@ -7,11 +7,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "lock.h"
 #include "stats.h"
 
 struct huge_entry {
@@ -26,9 +26,9 @@ struct huge_entry {
 };
 #define TOMBSTONE ((uintptr_t)1)
 
-/* Adaptive: held briefly, and while profiling every sample takes it twice
- * (a stand-in's range and its free), from every thread. */
-static pthread_mutex_t huge_lock = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+/* Held briefly, and while profiling every sample takes it twice (a
+ * stand-in's range and its free), from every thread (lock.h). */
+static struct hk_lock huge_lock = HK_LOCK_INIT;
 static struct huge_entry *table;
 static size_t table_cap; /* a power of two */
 static size_t table_used; /* live entries and tombstones */
@@ -174,9 +174,9 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
         addr = (uintptr_t)grown;
     }
     if (addr != 0) {
-        pthread_mutex_lock(&huge_lock);
+        hk_lock(&huge_lock);
         bool ok = insert(addr, len, sample);
-        pthread_mutex_unlock(&huge_lock);
+        hk_unlock(&huge_lock);
         if (!ok) {
             hk_huge_cache_put(addr, len);
             errno = ENOMEM;
@@ -208,9 +208,9 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
     }
     if (thp)
         hk_os_huge_pages(p, len, true);
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     bool ok = insert((uintptr_t)p, len, sample);
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     if (!ok) {
         hk_os_unmap(p, len);
         errno = ENOMEM;
@@ -274,22 +274,22 @@ static unsigned keep_spare(uintptr_t addr, size_t len, struct spare *out)
 void hk_huge_spares_release(void)
 {
     struct spare out[SPARES];
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     unsigned n = nspares;
     memcpy(out, spares, n * sizeof *out);
     nspares = 0;
     spare_bytes = 0;
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     for (unsigned i = 0; i < n; i++)
         hk_huge_cache_put(out[i].addr, out[i].len);
 }
 
 size_t hk_huge_spares_held(uint64_t *ranges)
 {
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     *ranges = nspares;
     size_t bytes = spare_bytes;
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     return bytes;
 }
 
@@ -297,10 +297,10 @@ void *hk_huge_alloc_sampled(size_t usable, size_t align, uint32_t site)
 {
     struct huge_entry sample = {.sampled = usable, .site = site, .usable = (uint32_t)usable};
     size_t len = (usable + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     struct spare sp = take_spare(len, align);
     bool ok = sp.addr != 0 && insert(sp.addr, sp.len, &sample);
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     if (ok)
         return (void *)sp.addr;
     if (sp.addr != 0) {
@@ -330,12 +330,12 @@ bool hk_huge_free(void *p)
     struct huge_entry e;
     struct spare out[SPARES];
     unsigned nout = 0;
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     bool found = take_entry(addr, &e);
     bool spare = found && e.usable != 0; /* a stand-in (not in the hardened build) */
     if (spare)
         nout = keep_spare(addr, e.size, out);
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     if (!found)
         return false;
     if (e.site != 0)
@@ -357,10 +357,10 @@ size_t hk_huge_usable_size(const void *p)
     uintptr_t addr = (uintptr_t)p;
     if (addr & (HK_OS_PAGE - 1))
         return 0;
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     struct huge_entry *e = lookup(addr);
     size_t size = e == NULL ? 0 : e->usable != 0 ? e->usable : e->size;
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     return size;
 }
 
@@ -377,17 +377,17 @@ void *hk_huge_realloc(void *p, size_t size)
     }
     size_t len = (size + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
     struct huge_entry e;
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     bool found = take_entry((uintptr_t)p, &e);
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     if (!found)
         hk_invalid_pointer("realloc", p);
     void *q = resize(p, e.size, len);
     if (q == NULL)
         len = e.size;
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     bool ok = insert((uintptr_t)(q ? q : p), len, &e); /* not sampled */
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     if (!ok)
         hk_fatal("cannot grow the huge block registry");
     if (q == NULL)
@@ -402,11 +402,11 @@ size_t hk_huge_inside(const void *p)
 {
     uintptr_t u = (uintptr_t)p;
     size_t size = 0;
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     for (size_t i = 0; i < table_cap; i++)
         if (table[i].addr > TOMBSTONE && u > table[i].addr && u - table[i].addr < table[i].size)
             size = table[i].size;
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     return size;
 }
 #endif
@@ -416,32 +416,32 @@ size_t hk_huge_inside(const void *p)
 uint64_t hk_huge_count(uint64_t *bytes)
 {
     uint64_t n = 0, sum = 0;
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     for (size_t i = 0; i < table_cap; i++) {
         if (table[i].addr > TOMBSTONE) {
             n++;
             sum += table[i].size;
         }
     }
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
     *bytes = sum;
     return n;
 }
 
 void hk_huge_lock_all(void)
 {
-    pthread_mutex_lock(&huge_lock);
+    hk_lock(&huge_lock);
     hk_huge_cache_lock();
 }
 
 void hk_huge_unlock_all(void)
 {
     hk_huge_cache_unlock();
-    pthread_mutex_unlock(&huge_lock);
+    hk_unlock(&huge_lock);
 }
 
 void hk_huge_reset_locks(void)
 {
-    huge_lock = (pthread_mutex_t)PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+    hk_lock_reset(&huge_lock);
     hk_huge_cache_reset_lock();
 }
