@@ -139,6 +139,12 @@ void hk_bitmap_tick(struct hk_heap *h)
     hk_remote_flush();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
+    hk_bitmap_trim_due(h);
+}
+
+/* The trim of h's medium and large pages, if it is due. */
+void hk_bitmap_trim_due(struct hk_heap *h)
+{
     uint64_t now = hk_clock_ms();
     if (now < h->trim_at)
         return;

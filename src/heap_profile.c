@@ -665,6 +665,38 @@ static void *sampled_block(uint64_t size, unsigned what)
     return p;
 }
 
+/* A refill of n blocks of `size` bytes of class cls, for h's thread, holds
+ * no point: counted, true; else false, for hk_heap_sample_refill to cut
+ * the list. */
+static inline bool hk_sample_pass_refill(struct hk_heap *h, unsigned n, uint64_t size, unsigned cls)
+{
+    struct hk_sample_left *s = &hk_sample;
+    hk_sample_fold(h);
+    if (hk_sample_pending(cls) || s->left[0] <= (int64_t)(n * size) ||
+        s->left[1] <= (int64_t)n)
+        return false;
+    s->left[0] -= (int64_t)(n * size);
+    s->left[1] -= n;
+    if (h->trim_budget > s->left[0] - 1) /* it was at most the ticks left, and 0 when guarding */
+        h->trim_budget = h->trim_budget_set = s->left[0] - 1;
+    return true;
+}
+
+/* While sampling, the small blocks counted through the heap's trim budget
+ * (other heaps' kept blocks, quick refills) count toward its trim tick as
+ * well: when `bytes` more would reach it, the tick's trim is taken here
+ * (the rest of a tick, hk_bitmap_tick, is what a small refill does anyway),
+ * and the budget set again. */
+static void small_tick(struct hk_heap *h, uint64_t bytes)
+{
+    hk_sample_fold(h);
+    if (hk_sample.ticks > (int64_t)bytes)
+        return;
+    hk_sample.ticks = HK_TRIM_BYTES;
+    hk_bitmap_trim_due(h);
+    hk_sample_arm(h);
+}
+
 /* Blocks `list` (n of them, NULL-terminated) go back to pg, from which the
  * refill took them. */
 static void give_back(struct hk_heap *h, struct hk_page *pg, void *list, unsigned n)
@@ -684,6 +716,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     struct prof_tls *t = prof_state();
     uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
+    small_tick(h, (uint64_t)n * size);
     if (!hk_sample_pass_refill(h, n, size, cls) && !t->busy) {
         unsigned pending = 0;
         for (unsigned k = 0; k < KINDS; k++) {
@@ -735,17 +768,11 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     return list;
 }
 
-/* hk_sample_pass_foreign's block did not fit the budget.  The fold counted
- * kept blocks toward the trim tick too, which may be what ended it: then
- * the tick is taken here, as a medium malloc would. */
+/* hk_sample_pass_foreign's block did not fit the budget. */
 bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls)
 {
     uint64_t size = hk_classes[cls].block_size;
-    hk_sample_fold(h);
-    if (hk_sample.ticks <= (int64_t)size) {
-        hk_sample.ticks = HK_TRIM_BYTES;
-        hk_bitmap_tick(h);
-    }
+    small_tick(h, size);
     bool kept = hk_sample_pass_refill(h, 1, size, cls);
     hk_sample_arm(h);
     return kept;

@@ -516,6 +516,7 @@ void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in curre
 void *hk_bitmap_take_new(struct hk_heap *h, struct hk_page *pg, unsigned i); /* i >= reach */
 void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i); /* budget spent */
 void hk_bitmap_tick(struct hk_heap *h); /* every HK_TRIM_BYTES handed out */
+void hk_bitmap_trim_due(struct hk_heap *h); /* a tick's trim, if due */
 void *hk_bitmap_malloc(size_t size); /* a size in (HK_SMALL_MAX, HK_LARGE_MAX] */
 void hk_bitmap_page_event(struct hk_page *pg); /* a free emptied pg, or pg not current */
 
@@ -842,23 +843,6 @@ static inline void hk_sample_arm(struct hk_heap *h)
     h->trim_budget = h->trim_budget_set = s->every_block ? 0 : budget;
 }
 
-/* A refill of n blocks of `size` bytes of class cls, for h's thread, holds
- * no point: counted, true; else false, for hk_heap_sample_refill to cut
- * the list. */
-static inline bool hk_sample_pass_refill(struct hk_heap *h, unsigned n, uint64_t size, unsigned cls)
-{
-    struct hk_sample_left *s = &hk_sample;
-    hk_sample_fold(h);
-    if (hk_sample_pending(cls) || s->left[0] <= (int64_t)(n * size) ||
-        s->left[1] <= (int64_t)n)
-        return false;
-    s->left[0] -= (int64_t)(n * size);
-    s->left[1] -= n;
-    if (h->trim_budget > s->left[0] - 1) /* it was at most the ticks left, and 0 when guarding */
-        h->trim_budget = h->trim_budget_set = s->left[0] - 1;
-    return true;
-}
-
 /* Another heap's block of class cls kept on h's thread's TLS list
  * (hk_foreign_free; never while its class has a point pending) is counted
  * like a refill of one block.  Inline, it is taken from the heap's trim
@@ -875,8 +859,8 @@ static inline bool hk_sample_pass_foreign(struct hk_heap *h, unsigned cls)
     return true;
 }
 
-/* n blocks of `size` bytes counted by hk_sample_pass_refill went back
- * unused. */
+/* n blocks of `size` bytes, counted as they entered the TLS list, went
+ * back unused. */
 static inline void hk_sample_uncount(struct hk_heap *h, uint64_t n, uint64_t size)
 {
     hk_sample.left[0] += (int64_t)(n * size);

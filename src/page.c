@@ -235,8 +235,23 @@ static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls)
     return list;
 }
 
-/* A general refill while sampling, for the profiler to cut (out of line:
- * the quick path below keeps a short frame). */
+/* A refill's list of n blocks of class cls from pg, while sampling: counted
+ * inline against the heap's trim budget, which ends before the thread's
+ * next point (as other heaps' kept blocks are: hk_sample_pass_foreign);
+ * a list that reaches the end of the budget, or whose class has a point
+ * pending, goes to the profiler, which cuts it at the point. */
+static inline void *sampled_hand_out(struct hk_heap *h, struct hk_page *pg, unsigned cls,
+                                     void *list, unsigned n)
+{
+    int64_t budget = h->trim_budget - (int64_t)(n * hk_classes[cls].block_size);
+    if (HK_UNLIKELY(budget < 0 || hk_sample_pending(cls)))
+        return hk_heap_sample_refill(h, pg, cls, list, n);
+    h->trim_budget = budget;
+    return hand_out(pg, list, cls);
+}
+
+/* The general refill while sampling (out of line: the quick path below
+ * keeps a short frame). */
 static HK_NOINLINE void *refill_general_sampled(struct hk_heap *h, unsigned cls)
 {
     if (h == NULL && (h = hk_heap_attach()) == NULL) {
@@ -248,34 +263,36 @@ static HK_NOINLINE void *refill_general_sampled(struct hk_heap *h, unsigned cls)
     void *list = refill_take(h, cls, &pg);
     if (list == NULL)
         return NULL;
-    return hk_heap_sample_refill(h, pg, cls, list, (unsigned)(h->supplied[cls] - supplied));
+    return sampled_hand_out(h, pg, cls, list, (unsigned)(h->supplied[cls] - supplied));
 }
 
-/* While sampling, every refill comes here: the quick one, when its blocks
- * hold no sample point, is counted inline; any other list goes to the
- * profiler, which cuts it at the point. */
+/* While sampling, every refill comes here: the quick one, or the general. */
 static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
 {
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
     if (!local_ready(h, pg, cls, HK_DETOUR_PURGER))
         return refill_general_sampled(h, cls);
     unsigned n = local_freed(pg);
-    void *list = local_take(h, pg, cls);
-    if (hk_sample_pass_refill(h, n, hk_classes[cls].block_size, cls))
-        return hand_out(pg, list, cls);
-    return hk_heap_sample_refill(h, pg, cls, list, n);
+    return sampled_hand_out(h, pg, cls, local_take(h, pg, cls), n);
 }
 
-/* The general refill (while sampling, refill_sampled's). */
+/* The general refill. */
+static HK_NOINLINE void *refill_general(struct hk_heap *h, unsigned cls)
+{
+    struct hk_page *pg;
+    void *list = refill_take(h, cls, &pg);
+    return list == NULL ? NULL : hand_out(pg, list, cls);
+}
+
+/* Every refill but the quick one (and every one while sampling): kept
+ * small, so that the sampled ones pay no frame for the general one. */
 static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
 {
     if (HK_UNLIKELY(cls == 0))
         hk_fatal("a class was looked up before the class table was built");
     if (HK_UNLIKELY(hk_heap_sampling))
         return refill_sampled(h, cls);
-    struct hk_page *pg;
-    void *list = refill_take(h, cls, &pg);
-    return list == NULL ? NULL : hand_out(pg, list, cls);
+    return refill_general(h, cls);
 }
 
 /* A fresh page for class cls of heap h, or NULL when memory ran out even
