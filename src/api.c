@@ -52,7 +52,9 @@ size_t hk_usable_size(const void *p, const char *call)
         HK_SECURE_LIVE(pg, p, call);
         return pg->block_size;
     }
-    size_t size = hk_huge_usable_size(p);
+    size_t size = hk_heap_sample_slot_usable(p);
+    if (size == 0)
+        size = hk_huge_usable_size(p);
     if (size == 0)
         size = hk_guard_usable_size(p);
     if (size == 0)

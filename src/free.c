@@ -90,7 +90,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
             hk_remote_free(home.heap, p);
         return;
     }
-    if (!hk_huge_free(p) && !hk_guard_free(p, call))
+    if (!hk_heap_sample_slot_free(p) && !hk_huge_free(p) && !hk_guard_free(p, call))
         hk_invalid_pointer(call, p);
 }
 

@@ -594,7 +594,7 @@ static void unlock_and_dump_wanted(void)
 
 /* Record a sampled allocation of `size` bytes made from the caller's
  * caller; its site + 1 (0: not recorded). */
-static uint32_t record(uint64_t size)
+static uint32_t record(uint64_t size, unsigned cls, void **slot)
 {
     uintptr_t pc[DEPTH];
     uint32_t known;
@@ -613,6 +613,8 @@ static uint32_t record(uint64_t size)
         hk_unlock(&lock);
         return 0;
     }
+    if (cls != 0)
+        *slot = hk_slot_alloc(cls, id + 1);
     struct site *s = &sites[id];
     keep_peak(s);
     s->live_n++;
@@ -632,15 +634,53 @@ static uint32_t record(uint64_t size)
     return id + 1;
 }
 
-void hk_heap_sample_freed(uint32_t site, size_t size)
+static void freed_locked(uint32_t site, size_t size)
 {
-    hk_lock(&lock);
     struct site *s = &sites[site - 1];
     keep_peak(s);
     s->live_n--;
     s->live_bytes -= size;
     live_est -= weight(size);
+}
+
+void hk_heap_sample_freed(uint32_t site, size_t size)
+{
+    hk_lock(&lock);
+    freed_locked(site, size);
     unlock_and_dump_wanted();
+}
+
+bool hk_heap_sample_slot_free(void *p)
+{
+    if (!hk_slot_range(p))
+        return false;
+    uint32_t site;
+    size_t size;
+    hk_lock(&lock);
+    bool freed = hk_slot_free(p, &site, &size);
+    if (freed)
+        freed_locked(site, size);
+    unlock_and_dump_wanted();
+    return freed;
+}
+
+void hk_heap_sample_slots_release(void)
+{
+    if (hk_slot_lo == 0)
+        return;
+    hk_lock(&lock);
+    hk_slot_release_free();
+    unlock_and_dump_wanted();
+}
+
+size_t hk_heap_sample_slot_usable(const void *p)
+{
+    if (!hk_slot_range(p))
+        return 0;
+    hk_lock(&lock);
+    size_t size = hk_slot_usable_size(p);
+    hk_unlock(&lock);
+    return size;
 }
 
 /* ---- the allocator's detours --------------------------------------------- */
@@ -648,16 +688,20 @@ void hk_heap_sample_freed(uint32_t site, size_t size)
 /* Serve a sample point (`what`: HK_SAMPLE_* bits) of a class of `size`
  * bytes, a power-of-two multiple of whose alignment the class guarantees:
  * NULL if it cannot be. */
-static void *sampled_block(uint64_t size, unsigned what)
+static void *sampled_block(uint64_t size, unsigned cls, unsigned what)
 {
     struct prof_tls *t = &prof;
     t->busy = true;
     void *p = NULL;
-    uint32_t site = what & HK_SAMPLE_PROFILE ? record(size) : 0;
+    /* A profiled point takes a slot (sample_slot.c) as it is recorded; a
+     * guarded one, or one the slots have no room for, takes a block of
+     * its own mapping. */
+    uint32_t site =
+        what & HK_SAMPLE_PROFILE ? record(size, what & HK_SAMPLE_GUARD ? 0 : cls, &p) : 0;
     size_t align = size & -size;
     if (what & HK_SAMPLE_GUARD)
         p = hk_guard_alloc(size, align, false, site, size);
-    else if (site != 0)
+    else if (site != 0 && p == NULL)
         p = hk_huge_alloc_sampled(size, align > HK_OS_PAGE ? align : HK_OS_PAGE, site);
     if (p == NULL && site != 0)
         hk_heap_sample_freed(site, size);
@@ -728,7 +772,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
         unsigned what = pending | count_block(t, size, ~pending);
         hk_sample_arm(h);
         if (what != 0) {
-            void *p = sampled_block(size, what);
+            void *p = sampled_block(size, cls, what);
             if (p != NULL) {
                 give_back(h, pg, list, n);
                 HK_CHECK_PAGE(pg);
@@ -800,7 +844,7 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     hk_sample_arm(h);
     if (what == 0)
         return block;
-    void *p = sampled_block(size, what);
+    void *p = sampled_block(size, pg->cls, what);
     if (p == NULL)
         return block;
     hk_count(&h->returned[pg->cls], 1);
@@ -822,7 +866,7 @@ unsigned hk_heap_sample_huge(size_t size, uint32_t *site)
         hk_sample_arm(h);
     if (what & HK_SAMPLE_PROFILE) {
         t->busy = true;
-        *site = record(size);
+        *site = record(size, 0, NULL);
         t->busy = false;
     }
     return what;

@@ -878,6 +878,23 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);
  * when profiled (else 0). */
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site);
 void hk_heap_sample_freed(uint32_t site, size_t size);
+/* A sampled block of a size class (sample_slot.c, under the profiler's
+ * lock): its slot, site + 1 kept with it; NULL if there is no room. */
+void *hk_slot_alloc(unsigned cls, uint32_t site);
+/* p, a live slot's block, is free: its site and size (false: not one). */
+bool hk_slot_free(void *p, uint32_t *site, size_t *size);
+size_t hk_slot_usable_size(const void *p); /* 0: not a live slot's block */
+void hk_slot_release_free(void);             /* free slots' memory goes back */
+extern uintptr_t hk_slot_lo, hk_slot_hi;   /* the slots' range (0 and 0: none yet) */
+static inline bool hk_slot_range(const void *p)
+{
+    return (uintptr_t)p - hk_slot_lo < hk_slot_hi - hk_slot_lo;
+}
+/* free and malloc_usable_size of a pointer in the slots' range: false and
+ * 0 when it is no live slot's block (heap_profile.c). */
+bool hk_heap_sample_slot_free(void *p);
+size_t hk_heap_sample_slot_usable(const void *p);
+void hk_heap_sample_slots_release(void); /* free slots' memory, to the OS */
 void hk_heap_profile_fork_lock(void);
 void hk_heap_profile_fork_unlock(bool child);
 /* The caller's caller's call stack, hakmem's own frames left out when it is

@@ -124,6 +124,21 @@ trim)
 	HAKMEM_HEAP_PROFILE=$WORK/t LD_PRELOAD=$LIB "$B/profiled" trim
 	check "profiling: malloc_trim gives back the spares" test $? = 0
 	;;
+slots)
+	# Every allocation a sample: the blocks that stand in for them
+	# (sample_slot.c) behave as the class's own, from any thread, and a
+	# double free or a free inside one is caught.
+	check "output: glibc = hakmem = hakmem profiling" same_output slots "$B/profiled" slots
+	HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB "$B/profiled" slots
+	check "every allocation sampled: as unprofiled" test $? = 0
+	for misuse in double inside; do
+		err=$(HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB \
+			"$B/profiled" slots $misuse 2>&1 >/dev/null)
+		rc=$?
+		check "a sampled block freed $misuse: SIGABRT, one line" \
+			test $rc = 134 -a "$(grep -c 'hakmem: free(): invalid pointer' <<<"$err")" = 1
+	done
+	;;
 busy)
 	# Early calls, threads, frees by other threads, fork, SIGUSR2, a call;
 	# a sample every 4 KiB, so that the profiler's paths run all the time.
@@ -186,7 +201,7 @@ print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
 		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'kill -TERM $$')" = -15
 	;;
 *)
-	echo "usage: tests/heap/heap.sh sites|static|small|interleaved|handoff|busy|python|off|trim" >&2
+	echo "usage: tests/heap/heap.sh sites|static|small|interleaved|handoff|busy|python|off|trim|slots" >&2
 	exit 2
 	;;
 esac

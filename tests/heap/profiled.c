@@ -13,6 +13,10 @@
  *   busy     allocations before main, in 8 threads (freed by others too),
  *            in a forked child, a dump on SIGUSR2 and one on a call
  *   signal   prints whether SIGUSR2 has a handler
+ *   slots    (every allocation a sample) blocks of every class: usable
+ *            sizes, realloc keeps the bytes, aligned_alloc's alignment, frees
+ *            by another thread; "slots double" and "slots inside" then
+ *            free a block twice, or 16 bytes into it (must abort)
  *   trim     large blocks written whole, allocated and freed (about every
  *            other one a sample, so the stand-ins' spares fill); after
  *            malloc_trim the process holds at most 2 MiB more than before
@@ -229,6 +233,62 @@ static int trim(void)
     return ok ? 0 : 1;
 }
 
+/* ---- slots ---- */
+
+static void *free_all(void *arg)
+{
+    void **blocks = arg;
+    for (unsigned i = 0; blocks[i] != NULL; i++)
+        free(blocks[i]);
+    return NULL;
+}
+
+static int slots(const char *misuse)
+{
+    static void *blocks[81];
+    unsigned n = 0;
+    for (size_t size = 16; size <= (size_t)600 << 10; size = size * 5 / 4 + 16) {
+        unsigned char *p = malloc(size);
+        if (p == NULL || malloc_usable_size(p) < size) {
+            printf("slots: malloc(%zu) usable %zu\n", size, p ? malloc_usable_size(p) : 0);
+            return 1;
+        }
+        memset(p, (int)(size & 255), size);
+        p = realloc(p, size * 3 / 2);
+        for (size_t i = 0; p != NULL && i < size; i++)
+            if (p[i] != (unsigned char)(size & 255)) {
+                printf("slots: realloc of %zu bytes lost byte %zu\n", size, i);
+                return 1;
+            }
+        blocks[n++] = p;
+    }
+    for (size_t align = 32; align <= ((size_t)256 << 10); align *= 2) {
+        void *p = aligned_alloc(align, align);
+        if (p == NULL || (uintptr_t)p % align != 0) {
+            printf("slots: aligned_alloc(%zu) gave %p\n", align, p);
+            return 1;
+        }
+        free(p);
+    }
+    pthread_t t; /* half of them freed by another thread */
+    pthread_create(&t, NULL, free_all, blocks + n / 2);
+    pthread_join(t, NULL);
+    blocks[n / 2] = NULL;
+    free_all(blocks);
+    printf("slots: %u sizes, aligned, freed here and there\n", n);
+    if (misuse != NULL) {
+        char *volatile p = malloc(20000); /* volatile: the compiler sees no misuse */
+        if (strcmp(misuse, "double") == 0)
+            free(p);
+        else
+            p += 16;
+        free(p);
+        printf("slots: %s not caught\n", misuse);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -244,12 +304,14 @@ int main(int argc, char **argv)
         busy();
     } else if (strcmp(mode, "trim") == 0) {
         return trim();
+    } else if (strcmp(mode, "slots") == 0) {
+        return slots(argc > 2 ? argv[2] : NULL);
     } else if (strcmp(mode, "signal") == 0) {
         struct sigaction sa;
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|interleaved|handoff|busy|signal|trim\n");
+        fprintf(stderr, "usage: profiled sites|small|interleaved|handoff|busy|signal|trim|slots\n");
         return 2;
     }
     return 0;

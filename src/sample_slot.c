@@ -1,0 +1,163 @@
+/*
+ * Sample slots: the blocks that stand in for sampled allocations of a size
+ * class while the heap profiler runs (heap_profile.c).
+ *
+ * A sampled block must be told apart when it is freed, by any thread, with
+ * no test on the fast paths: so it is not a block of an arena, and free,
+ * realloc and malloc_usable_size reach it only after hk_block_home has said
+ * no.  Slots live in one range of address space of their own (SLOT_SPACE),
+ * reserved at the first sample and committed a chunk at a time; a pointer
+ * in the range is a slot's if the 16 bytes before it, the slot's header,
+ * hold its own address.  The slots of a class sit at a stride that keeps
+ * the alignment its blocks have in a page (the largest power of two that
+ * divides its size), which an aligned allocation served by the class
+ * relies on, with the header just before the block.
+ *
+ * Everything here runs under the heap profiler's lock, which a sample takes
+ * anyway to record its site and to count its free: one lock per sampled
+ * malloc and one per its free.  A stand-in from the huge registry took the
+ * registry's lock twice more, with its hash and its spare mappings.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+#define SLOT_SPACE ((size_t)1 << 30)
+#define CHUNK_MIN ((size_t)256 << 10)
+/* Free slots of a class beyond this many bytes give their memory back. */
+#define KEEP_FREE ((size_t)1 << 20)
+
+struct slot_header {
+    uintptr_t self; /* the block's address while it is live; free: the next free slot's header */
+    uint32_t site;  /* the profiler's site + 1; free: PURGED or 0 */
+    uint32_t cls;
+};
+#define PURGED 1 /* a free slot whose block's memory went back */
+_Static_assert(sizeof(struct slot_header) == 16, "a slot header is 16 bytes");
+
+struct slot_class {
+    struct slot_header *free; /* free slots' headers, linked through self's place */
+    uintptr_t next, end;      /* the class's chunk: slots not handed out yet */
+    size_t free_bytes;
+};
+
+uintptr_t hk_slot_lo, hk_slot_hi;
+static uintptr_t space_next; /* the reserved range's first byte not in a chunk */
+static struct slot_class classes[HK_NCLASSES];
+static bool reserve_failed;
+
+static size_t align_of(size_t size)
+{
+    return size & -size;
+}
+
+static size_t stride_of(size_t size)
+{
+    size_t a = align_of(size);
+    return (size + sizeof(struct slot_header) + a - 1) & ~(a - 1);
+}
+
+static bool new_chunk(struct slot_class *c, size_t size)
+{
+    if (hk_slot_lo == 0) {
+        if (reserve_failed)
+            return false;
+        void *space = hk_os_reserve_aligned(SLOT_SPACE, (size_t)1 << 21);
+        if (space == NULL) {
+            reserve_failed = true; /* an address-space limit: huge stand-ins instead */
+            return false;
+        }
+        space_next = (uintptr_t)space;
+        hk_slot_hi = (uintptr_t)space + SLOT_SPACE;
+        hk_slot_lo = (uintptr_t)space;
+    }
+    size_t stride = stride_of(size), align = align_of(size);
+    if (align < HK_OS_PAGE)
+        align = HK_OS_PAGE;
+    size_t len = stride * 4 > CHUNK_MIN ? stride * 4 : CHUNK_MIN;
+    len = (len + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
+    uintptr_t start = (space_next + align - 1) & ~(uintptr_t)(align - 1);
+    if (start + len > hk_slot_hi || !hk_os_commit((void *)start, len))
+        return false;
+    space_next = start + len;
+    c->next = start;
+    c->end = start + len;
+    return true;
+}
+
+void *hk_slot_alloc(unsigned cls, uint32_t site)
+{
+    size_t size = hk_classes[cls].block_size, stride = stride_of(size);
+    struct slot_class *c = &classes[cls];
+    struct slot_header *h = c->free;
+    if (h != NULL) {
+        memcpy(&c->free, h, sizeof c->free);
+        c->free_bytes -= stride;
+    } else {
+        if (c->end - c->next < stride && !new_chunk(c, size))
+            return NULL;
+        h = (struct slot_header *)(c->next + stride - size - sizeof *h);
+        c->next += stride;
+    }
+    h->self = (uintptr_t)(h + 1);
+    h->site = site;
+    h->cls = cls;
+    return h + 1;
+}
+
+/* The whole pages of a free slot's block go back (its header's stays). */
+static void purge(struct slot_header *h, size_t block)
+{
+    uintptr_t p = (uintptr_t)(h + 1);
+    uintptr_t lo = (p + HK_OS_PAGE - 1) & ~(uintptr_t)(HK_OS_PAGE - 1);
+    uintptr_t hi = (p + block) & ~(uintptr_t)(HK_OS_PAGE - 1);
+    if (hi > lo)
+        hk_os_purge((void *)lo, hi - lo);
+    h->site = PURGED;
+}
+
+/* p's header if p is a live slot's block, else NULL. */
+static struct slot_header *live_header(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    if (u - hk_slot_lo >= space_next - hk_slot_lo || (u & 15) != 0 || u < hk_slot_lo + 16)
+        return NULL;
+    struct slot_header *h = (struct slot_header *)u - 1;
+    return h->self == u ? h : NULL;
+}
+
+size_t hk_slot_usable_size(const void *p)
+{
+    struct slot_header *h = live_header(p);
+    return h == NULL ? 0 : hk_classes[h->cls].block_size;
+}
+
+bool hk_slot_free(void *p, uint32_t *site, size_t *size)
+{
+    struct slot_header *h = live_header(p);
+    if (h == NULL)
+        return false;
+    size_t block = hk_classes[h->cls].block_size, stride = stride_of(block);
+    struct slot_class *c = &classes[h->cls];
+    *site = h->site;
+    *size = block;
+    h->site = 0;
+    if (c->free_bytes + stride > KEEP_FREE)
+        purge(h, block);
+    memcpy(h, &c->free, sizeof c->free);
+    c->free = h;
+    c->free_bytes += stride;
+    return true;
+}
+
+void hk_slot_release_free(void)
+{
+    for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
+        struct slot_header *h = classes[cls].free;
+        while (h != NULL) {
+            if (h->site != PURGED)
+                purge(h, hk_classes[cls].block_size);
+            memcpy(&h, h, sizeof h);
+        }
+    }
+}
