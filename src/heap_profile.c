@@ -656,12 +656,19 @@ bool hk_heap_sample_slot_free(void *p)
         return false;
     uint32_t site;
     size_t size;
+    bool to_purge;
     hk_lock(&lock);
-    bool freed = hk_slot_free(p, &site, &size);
-    if (freed)
+    struct slot_header *slot = hk_slot_free(p, &site, &size, &to_purge);
+    if (slot != NULL)
         freed_locked(site, size);
     unlock_and_dump_wanted();
-    return freed;
+    if (slot != NULL && to_purge) { /* madvise with the lock let go */
+        hk_slot_purge(slot);
+        hk_lock(&lock);
+        hk_slot_push(slot);
+        hk_unlock(&lock);
+    }
+    return slot != NULL;
 }
 
 void hk_heap_sample_slots_release(void)

@@ -881,8 +881,13 @@ void hk_heap_sample_freed(uint32_t site, size_t size);
 /* A sampled block of a size class (sample_slot.c, under the profiler's
  * lock): its slot, site + 1 kept with it; NULL if there is no room. */
 void *hk_slot_alloc(unsigned cls, uint32_t site);
-/* p, a live slot's block, is free: its site and size (false: not one). */
-bool hk_slot_free(void *p, uint32_t *site, size_t *size);
+/* p, a live slot's block, is free: its header (NULL: not one), site and
+ * size; the slot is free again, or, when *to_purge, once hk_slot_purge
+ * (which may run out of the lock) and hk_slot_push have had it. */
+struct slot_header;
+struct slot_header *hk_slot_free(void *p, uint32_t *site, size_t *size, bool *to_purge);
+void hk_slot_purge(struct slot_header *h);
+void hk_slot_push(struct slot_header *h);
 size_t hk_slot_usable_size(const void *p); /* 0: not a live slot's block */
 void hk_slot_release_free(void);             /* free slots' memory goes back */
 extern uintptr_t hk_slot_lo, hk_slot_hi;   /* the slots' range (0 and 0: none yet) */
