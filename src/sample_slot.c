@@ -6,23 +6,29 @@
  * no test on the fast paths: so it is not a block of an arena, and free,
  * realloc and malloc_usable_size reach it only after hk_block_home has said
  * no.  Slots live in one range of address space of their own (SLOT_SPACE),
- * reserved at the first sample and committed a chunk at a time; a pointer
- * in the range is a slot's if the 16 bytes before it, the slot's header,
- * hold its own address.  The slots of a class sit at a stride that keeps
- * the alignment its blocks have in a page (the largest power of two that
- * divides its size), which an aligned allocation served by the class
- * relies on, with the header just before the block.
+ * reserved at the first sample (none under an address-space limit) and
+ * committed a chunk at a time; a pointer in the range is a slot's if the
+ * 16 bytes before it, the slot's header, hold its own address.  The slots
+ * of a class sit at a stride that keeps the alignment its blocks have in a
+ * page (the largest power of two that divides its size), which an aligned
+ * allocation served by the class relies on, with the header just before
+ * the block.
  *
  * Everything here but hk_slot_purge runs under the heap profiler's lock,
  * which a sample takes anyway to record its site and to count its free:
- * one lock per sampled malloc and one per its free.  A stand-in from the huge registry took the
- * registry's lock twice more, with its hash and its spare mappings.
+ * one lock per sampled malloc and one per its free.  A stand-in from the
+ * huge registry took the registry's lock twice more, with its hash and its
+ * spare mappings.
  */
 #include <string.h>
+#include <sys/resource.h>
 
 #include "internal.h"
 
-#define SLOT_SPACE ((size_t)1 << 30)
+/* Reserved address space counts against an address-space limit even
+ * untouched: under one (RLIMIT_AS), there are no slots, and samples are
+ * huge blocks as a class's blocks beyond the range's room are. */
+#define SLOT_SPACE ((size_t)256 << 20)
 #define CHUNK_MIN ((size_t)256 << 10)
 /* Free slots whose memory is still there, at most (all classes): beyond,
  * a freed slot's memory goes back, out of the lock.  A purge at every free
@@ -65,7 +71,10 @@ static bool new_chunk(struct slot_class *c, size_t size)
     if (hk_slot_lo == 0) {
         if (reserve_failed)
             return false;
-        void *space = hk_os_reserve_aligned(SLOT_SPACE, (size_t)1 << 21);
+        struct rlimit as;
+        void *space = NULL;
+        if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY)
+            space = hk_os_reserve_aligned(SLOT_SPACE, (size_t)1 << 21);
         if (space == NULL) {
             reserve_failed = true; /* an address-space limit: huge stand-ins instead */
             return false;

@@ -118,11 +118,12 @@ handoff)
 	check "site_handed: none at exit" absent "$(echo "$WORK"/p.*.exit.txt)" site_handed
 	;;
 trim)
-	# The stand-ins' spares go back with the rest on malloc_trim, and the
-	# memory the process held comes back under glibc and hakmem off alike.
+	# The free sample slots' memory goes back with the rest on malloc_trim,
+	# and the memory the process held comes back under glibc and hakmem off
+	# alike.
 	check "output: glibc = hakmem = hakmem profiling" same_output trim "$B/profiled" trim
 	HAKMEM_HEAP_PROFILE=$WORK/t LD_PRELOAD=$LIB "$B/profiled" trim
-	check "profiling: malloc_trim gives back the spares" test $? = 0
+	check "profiling: malloc_trim gives back the free slots" test $? = 0
 	;;
 slots)
 	# Every allocation a sample: the blocks that stand in for them
@@ -131,6 +132,10 @@ slots)
 	check "output: glibc = hakmem = hakmem profiling" same_output slots "$B/profiled" slots
 	HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB "$B/profiled" slots
 	check "every allocation sampled: as unprofiled" test $? = 0
+	# Under an address-space limit there are no slots: huge blocks instead.
+	(ulimit -v 4194304 && HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB \
+		"$B/profiled" slots)
+	check "every allocation sampled, under ulimit -v 4 GiB: as unprofiled" test $? = 0
 	for misuse in double inside; do
 		err=$(HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB \
 			"$B/profiled" slots $misuse 2>&1 >/dev/null)

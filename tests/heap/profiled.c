@@ -18,7 +18,7 @@
  *            by another thread; "slots double" and "slots inside" then
  *            free a block twice, or 16 bytes into it (must abort)
  *   trim     large blocks written whole, allocated and freed (about every
- *            other one a sample, so the stand-ins' spares fill); after
+ *            other one a sample, so free sample slots gather); after
  *            malloc_trim the process holds at most 2 MiB more than before
  * Each prints what it did on stdout, the same with the profiler on or off.
  */
