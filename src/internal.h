@@ -890,10 +890,13 @@ void hk_slot_purge(struct slot_header *h);
 void hk_slot_push(struct slot_header *h);
 size_t hk_slot_usable_size(const void *p); /* 0: not a live slot's block */
 void hk_slot_release_free(void);             /* free slots' memory goes back */
-extern uintptr_t hk_slot_lo, hk_slot_hi;   /* the slots' range (0 and 0: none yet) */
+/* The slots' range (0 and 0: none yet), set once; read without the lock,
+ * so a pointer in it is one to look at under the lock. */
+extern _Atomic uintptr_t hk_slot_lo, hk_slot_hi;
 static inline bool hk_slot_range(const void *p)
 {
-    return (uintptr_t)p - hk_slot_lo < hk_slot_hi - hk_slot_lo;
+    uintptr_t lo = atomic_load_explicit(&hk_slot_lo, memory_order_relaxed);
+    return (uintptr_t)p - lo < atomic_load_explicit(&hk_slot_hi, memory_order_relaxed) - lo;
 }
 /* free and malloc_usable_size of a pointer in the slots' range: false and
  * 0 when it is no live slot's block (heap_profile.c). */

@@ -49,7 +49,7 @@ struct slot_class {
     uintptr_t next, end;      /* the class's chunk: slots not handed out yet */
 };
 
-uintptr_t hk_slot_lo, hk_slot_hi;
+_Atomic uintptr_t hk_slot_lo, hk_slot_hi;
 static uintptr_t space_next; /* the reserved range's first byte not in a chunk */
 static struct slot_class classes[HK_NCLASSES];
 static size_t dirty; /* bytes of free slots whose memory is there */
