@@ -13,6 +13,8 @@ uint8_t hk_class_of_index[HK_FAST_INDEXES];
 uint8_t hk_class_of_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 10];
 unsigned hk_first_medium_class;
 
+static void hk_aligned_classes_init(void);
+
 static unsigned class_kind(size_t size)
 {
     if (size <= HK_SMALL_MAX)
@@ -95,17 +97,15 @@ void hk_classes_init(void)
     }
     for (unsigned i = 0; i < sizeof hk_class_of_kib; i++)
         hk_class_of_kib[i] = (uint8_t)hk_size_class_above_128(HK_SMALL_MAX + 1 + ((size_t)i << 10));
+    hk_aligned_classes_init();
 }
 
-/* The smallest class whose blocks are all aligned to align (a power of two
- * above 16): blocks of a multiple of align, in pages whose blocks begin at
- * a multiple of align (see hk_page_header). */
-unsigned hk_aligned_class(size_t size, size_t align)
+/* The smallest class, from class c up, whose blocks are all aligned to
+ * align (a power of two above 16): blocks of a multiple of align, in pages
+ * whose blocks begin at a multiple of align (see hk_page_header). */
+static unsigned aligned_from(unsigned c, size_t align)
 {
-    if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
-        return 0;
-    size_t rounded = (size + align - 1) & ~(align - 1);
-    for (unsigned c = hk_size_class(rounded == 0 ? align : rounded); c < HK_NCLASSES; c++) {
+    for (; c < HK_NCLASSES; c++) {
         const struct hk_class *k = &hk_classes[c];
         if (k->kind == HK_SMALL && align > HK_OS_PAGE)
             continue;
@@ -113,4 +113,31 @@ unsigned hk_aligned_class(size_t size, size_t align)
             return c;
     }
     return 0;
+}
+
+/* aligned_from for every class and alignment, built with the classes: the
+ * search took about 30 instructions an aligned allocation (aligned: 16 B to
+ * 4 KiB blocks aligned to 16 B to 4 KiB). */
+#define ALIGN_MIN_LOG 5 /* 32 B */
+#define ALIGN_MAX_LOG 19 /* HK_LARGE_MAX */
+_Static_assert(((size_t)1 << ALIGN_MAX_LOG) == HK_LARGE_MAX, "alignments up to the largest class");
+static uint8_t aligned_class[ALIGN_MAX_LOG - ALIGN_MIN_LOG + 1][HK_NCLASSES];
+
+static void hk_aligned_classes_init(void)
+{
+    for (unsigned a = ALIGN_MIN_LOG; a <= ALIGN_MAX_LOG; a++)
+        for (unsigned c = 1; c < HK_NCLASSES; c++)
+            aligned_class[a - ALIGN_MIN_LOG][c] = (uint8_t)aligned_from(c, (size_t)1 << a);
+}
+
+unsigned hk_aligned_class(size_t size, size_t align)
+{
+    HK_ASSERT(align > 16 && (align & (align - 1)) == 0);
+    if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
+        return 0;
+    size_t rounded = (size + align - 1) & ~(align - 1); /* at most HK_LARGE_MAX */
+    unsigned c = hk_size_class(rounded == 0 ? align : rounded);
+    unsigned found = aligned_class[__builtin_ctzll(align) - ALIGN_MIN_LOG][c];
+    HK_ASSERT(found == aligned_from(c, align));
+    return found;
 }
