@@ -843,20 +843,28 @@ static inline void hk_sample_arm(struct hk_heap *h)
     h->trim_budget = h->trim_budget_set = s->every_block ? 0 : budget;
 }
 
+/* While sampling, `bytes` of small blocks entering h's thread's TLS list
+ * (a refill's, or another heap's kept block) are taken from h's trim
+ * budget, which ends before the thread's next point, as a medium block's
+ * are (the fold counts them): false, and nothing taken, when they reach
+ * its end (always while guarding: the budget is 0 then). */
+static inline bool hk_sample_budget_take(struct hk_heap *h, int64_t bytes)
+{
+    int64_t budget = h->trim_budget - bytes;
+    if (HK_UNLIKELY(budget < 0))
+        return false;
+    h->trim_budget = budget;
+    return true;
+}
+
 /* Another heap's block of class cls kept on h's thread's TLS list
  * (hk_foreign_free; never while its class has a point pending) is counted
- * like a refill of one block.  Inline, it is taken from the heap's trim
- * budget, which ends before the next profiled point, as a medium block is
- * (the fold counts it); out of line when the budget runs out, and always
- * while guarding (the budget is 0 then). */
+ * like a refill of one block: from the budget, else out of line. */
 bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls);
 static inline bool hk_sample_pass_foreign(struct hk_heap *h, unsigned cls)
 {
-    int64_t budget = h->trim_budget - (int64_t)hk_classes[cls].block_size;
-    if (HK_UNLIKELY(budget < 0))
-        return hk_sample_pass_foreign_slow(h, cls);
-    h->trim_budget = budget;
-    return true;
+    return hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size) ||
+           hk_sample_pass_foreign_slow(h, cls);
 }
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went

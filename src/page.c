@@ -236,17 +236,15 @@ static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls)
 }
 
 /* A refill's list of n blocks of class cls from pg, while sampling: counted
- * inline against the heap's trim budget, which ends before the thread's
- * next point (as other heaps' kept blocks are: hk_sample_pass_foreign);
- * a list that reaches the end of the budget, or whose class has a point
- * pending, goes to the profiler, which cuts it at the point. */
+ * inline against the heap's trim budget (hk_sample_budget_take); a list
+ * whose class has a point pending, or that reaches the end of the budget,
+ * goes to the profiler, which cuts it at the point. */
 static inline void *sampled_hand_out(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                                      void *list, unsigned n)
 {
-    int64_t budget = h->trim_budget - (int64_t)(n * hk_classes[cls].block_size);
-    if (HK_UNLIKELY(budget < 0 || hk_sample_pending(cls)))
+    if (HK_UNLIKELY(hk_sample_pending(cls) ||
+                    !hk_sample_budget_take(h, (int64_t)(n * hk_classes[cls].block_size))))
         return hk_heap_sample_refill(h, pg, cls, list, n);
-    h->trim_budget = budget;
     return hand_out(pg, list, cls);
 }
 
