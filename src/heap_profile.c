@@ -16,10 +16,11 @@
  * and is sampled.  Its bytes are the class's block size (a refill does
  * not know the requested size).  Medium and large allocations come here at
  * a point only, where the heap's trim budget ends (hk_sample_arm,
- * internal.h); huge ones from hk_huge_alloc.  A sampled allocation is
- * served by a huge block that carries its site (huge.c), so that its free,
- * realloc and usable size find it there, on their slow paths, in any
- * thread.
+ * internal.h); huge ones from hk_huge_alloc.  A sampled allocation of a
+ * class is served by a sample slot that carries its site (sample_slot.c;
+ * where there is none, by a huge block that does: huge.c), so that its
+ * free, realloc and usable size find it there, on their slow paths, in
+ * any thread.
  *
  * Guarded allocations (HAKMEM_GUARD_SAMPLE=N, guard.c) use the same points,
  * counted in blocks instead of bytes: about one block in N, at geometric
@@ -719,7 +720,7 @@ static void *sampled_block(uint64_t size, unsigned cls, unsigned what)
 /* A refill of n blocks of `size` bytes of class cls, for h's thread, holds
  * no point: counted, true; else false, for hk_heap_sample_refill to cut
  * the list. */
-static inline bool hk_sample_pass_refill(struct hk_heap *h, unsigned n, uint64_t size, unsigned cls)
+static inline bool pass_refill(struct hk_heap *h, unsigned n, uint64_t size, unsigned cls)
 {
     struct hk_sample_left *s = &hk_sample;
     hk_sample_fold(h);
@@ -768,7 +769,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     uint64_t size = hk_classes[cls].block_size, bit = (uint64_t)1 << cls;
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
     small_tick(h, (uint64_t)n * size);
-    if (!hk_sample_pass_refill(h, n, size, cls) && !t->busy) {
+    if (!pass_refill(h, n, size, cls) && !t->busy) {
         unsigned pending = 0;
         for (unsigned k = 0; k < KINDS; k++) {
             if (hk_sample.pending[k] & bit) {
@@ -824,7 +825,7 @@ bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls)
 {
     uint64_t size = hk_classes[cls].block_size;
     small_tick(h, size);
-    bool kept = hk_sample_pass_refill(h, 1, size, cls);
+    bool kept = pass_refill(h, 1, size, cls);
     hk_sample_arm(h);
     return kept;
 }

@@ -26,8 +26,9 @@ struct huge_entry {
 };
 #define TOMBSTONE ((uintptr_t)1)
 
-/* Held briefly, and while profiling every sample takes it twice (a
- * stand-in's range and its free), from every thread (lock.h). */
+/* Held briefly; while profiling without sample slots (heap_profile.c),
+ * every sample takes it twice (a stand-in's range and its free), from
+ * every thread (lock.h). */
 static struct hk_lock huge_lock = HK_LOCK_INIT;
 static struct huge_entry *table;
 static size_t table_cap; /* a power of two */
@@ -35,10 +36,11 @@ static size_t table_used; /* live entries and tombstones */
 static size_t table_live; /* live entries */
 
 /* Spares: the freed mappings of stand-in blocks (a sampled allocation of a
- * size class, heap_profile.c), kept apart, oldest first, and reused as they
- * come, under the lock the registry takes anyway.  While the heap profiler
- * samples, one comes every few dozen medium allocations, too often for the
- * huge cache's clock, merging and splitting.  At most SPARES of them and
+ * size class where the profiler has no sample slot for it: under an
+ * address-space limit, or with the slots' range full; heap_profile.c),
+ * kept apart, oldest first, and reused as they come, under the lock the
+ * registry takes anyway.  One comes every few dozen medium allocations
+ * then, too often for the huge cache's clock, merging and splitting.  At most SPARES of them and
  * SPARE_BYTES; any purge of the cache sends them there. */
 #define SPARES 16
 #define SPARE_BYTES ((size_t)4 << 20)
@@ -51,7 +53,7 @@ static unsigned nspares;
 static size_t spare_bytes;
 
 /* The statistics' huge_live_bytes: written only under the lock, so with
- * no locked instruction (a stand-in of the heap profiler comes and goes
+ * no locked instruction (a stand-in of the heap profiler may come and go
  * every few dozen medium allocations); read without it. */
 static void live_bytes_add(int64_t n)
 {

@@ -230,7 +230,7 @@ size_t hk_huge_cache_purge(bool all)
     struct victims v;
     v.n = 0;
     hk_huge_spares_release(); /* to the cache, where they expire */
-    if (all) /* the profiler's free sample slots (each class keeps 1 MiB) */
+    if (all) /* the profiler's free sample slots (8 MiB kept otherwise) */
         hk_heap_sample_slots_release();
     pthread_mutex_lock(&cache_lock);
     expire(hk_clock_ms(), all, &v);

@@ -13,7 +13,7 @@ uint8_t hk_class_of_index[HK_FAST_INDEXES];
 uint8_t hk_class_of_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 10];
 unsigned hk_first_medium_class;
 
-static void hk_aligned_classes_init(void);
+static void aligned_classes_init(void);
 
 static unsigned class_kind(size_t size)
 {
@@ -97,7 +97,7 @@ void hk_classes_init(void)
     }
     for (unsigned i = 0; i < sizeof hk_class_of_kib; i++)
         hk_class_of_kib[i] = (uint8_t)hk_size_class_above_128(HK_SMALL_MAX + 1 + ((size_t)i << 10));
-    hk_aligned_classes_init();
+    aligned_classes_init();
 }
 
 /* The smallest class, from class c up, whose blocks are all aligned to
@@ -123,7 +123,7 @@ static unsigned aligned_from(unsigned c, size_t align)
 _Static_assert(((size_t)1 << ALIGN_MAX_LOG) == HK_LARGE_MAX, "alignments up to the largest class");
 static uint8_t aligned_class[ALIGN_MAX_LOG - ALIGN_MIN_LOG + 1][HK_NCLASSES];
 
-static void hk_aligned_classes_init(void)
+static void aligned_classes_init(void)
 {
     for (unsigned a = ALIGN_MIN_LOG; a <= ALIGN_MAX_LOG; a++)
         for (unsigned c = 1; c < HK_NCLASSES; c++)
