@@ -92,7 +92,8 @@ __thread struct hk_sample_left hk_sample __attribute__((tls_model("initial-exec"
 struct prof_tls {
     uint64_t rng;
     bool started;
-    unsigned captures;  /* stacks taken (every 256th the slow way) */
+    uint32_t until_check; /* captures before the next one is checked the slow way */
+    uint32_t check_gap;   /* captures between checks (capture) */
     uintptr_t stack_top; /* the CFA of the thread's outermost frame */
     bool busy;        /* in the profiler: its own allocations are not sampled */
 };
@@ -254,11 +255,12 @@ static unsigned keep_outside(const uintptr_t *frames, unsigned n, uintptr_t *pc)
  * in every function that does not move its stack pointer by a variable
  * amount (alloca).  So the constants are learnt, per return address, from
  * libgcc's own unwinder (of the libgcc_s glibc loaded) on the slow captures,
- * and known frames are then walked with one load each.  Every 256th capture
- * of a thread (every one in the debug build) is made the slow way too and
- * compared: a return address whose constant is not one is left to the slow
- * way from then on.  The walk never reads above the thread's outermost
- * frame, learnt the same way.
+ * and known frames are then walked with one load each.  Some captures of a
+ * thread (the 256th, then twice as far each time while the rules hold, up
+ * to every 16384th; every one in the debug build) are made the slow way too
+ * and compared: a return address whose constant is not one is left to the
+ * slow way from then on, and the checks come every 256th again.  The walk
+ * never reads above the thread's outermost frame, learnt the same way.
  */
 #define RULES 8192 /* return addresses known */
 enum { RULE_END = 1, RULE_SLOW = 2 }; /* the outermost frame; not a constant */
@@ -419,6 +421,18 @@ static bool explained(const uintptr_t *fast, unsigned nfast, const struct slow_w
     return false;
 }
 
+/* Captures from a check to the next: CHECK_GAP_MIN at a thread's first and
+ * after a check that found a rule wrong, else twice the last gap, up to
+ * CHECK_GAP_MAX. */
+#define CHECK_GAP_MIN 256
+#define CHECK_GAP_MAX 16384
+static uint32_t next_check_gap(uint32_t gap, bool rule_changed)
+{
+    if (rule_changed || gap < CHECK_GAP_MIN)
+        return CHECK_GAP_MIN;
+    return gap < CHECK_GAP_MAX ? gap * 2 : CHECK_GAP_MAX;
+}
+
 /* The stack into pc, its depth; with m: *site is m's site when the stack
  * is m's (then pc is left alone and 0 returned, but in the debug build),
  * else 0, and m is taken from this stack when the fast walk took it. */
@@ -441,7 +455,7 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_
 #ifdef HK_DEBUG
     bool check = true;
 #else
-    bool check = ++t->captures % 256 == 0;
+    bool check = t->until_check-- == 0;
 #endif
     if (m != NULL && memo_matches(m, ip, sp)) {
         *site = m->site;
@@ -453,6 +467,7 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_
         memo_take(m, ip, sp, fast, slots, nfast);
     if (have_fast && !check)
         return keep_outside(fast, nfast, pc);
+    uint32_t changed = atomic_load_explicit(&rules_changed, memory_order_relaxed);
     struct slow_walk w = {.n = 0};
     uw_backtrace(slow_frame, &w);
     /* Frame 0 is this function's own.  libgcc gives each frame's stack
@@ -467,6 +482,9 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_
         t->stack_top = w.cfa[w.n - 1];
     }
     HK_ASSERT(!have_fast || explained(fast, nfast, &w));
+    if (check)
+        t->until_check = t->check_gap = next_check_gap(
+            t->check_gap, changed != atomic_load_explicit(&rules_changed, memory_order_relaxed));
     return keep_outside(w.ip + 1, w.n > 0 ? w.n - 1 : 0, pc);
 }
 
@@ -729,8 +747,8 @@ static inline bool pass_refill(struct hk_heap *h, unsigned n, uint64_t size, uns
         return false;
     s->left[0] -= (int64_t)(n * size);
     s->left[1] -= n;
-    if (h->trim_budget > s->left[0] - 1) /* it was at most the ticks left, and 0 when guarding */
-        h->trim_budget = h->trim_budget_set = s->left[0] - 1;
+    s->ticks -= (int64_t)(n * size); /* above n * size: small_tick came first */
+    hk_sample_arm(h); /* the budget again, so that the next refills stay inline */
     return true;
 }
 

@@ -335,9 +335,12 @@ void *hk_refill(unsigned cls)
     struct hk_heap *h = hk_tls.heap;
     if (cls >= hk_first_medium_class)
         return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(h, cls));
+    /* The detours first: while sampling, every refill takes one. */
+    if (HK_UNLIKELY(hk_refill_detoured()))
+        return refill_slow(h, cls);
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
     /* local_ready, in an order that keeps this path short */
-    if (HK_LIKELY(pg != NULL && pg->local_free != NULL && !hk_refill_detoured() &&
+    if (HK_LIKELY(pg != NULL && pg->local_free != NULL &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
         if (local_freed(pg) * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
             return hand_out(pg, local_take(h, pg, cls), cls);
