@@ -145,8 +145,7 @@ static double one_minus_exp_neg(double t)
 }
 
 /* What a sample of `size` bytes stands for: size / P(sampled).  Sizes
- * repeat (most are a class's block size), so the last ones are kept; the
- * profiler's lock is held. */
+ * repeat, so the last ones are kept; the profiler's lock is held. */
 static double weight(uint64_t size)
 {
     static struct {
@@ -159,6 +158,18 @@ static double weight(uint64_t size)
         known[i].weight = (double)size / one_minus_exp_neg((double)size / mean);
     }
     return known[i].weight;
+}
+
+/* The weight of a block of class cls (0: of no class, `size` bytes): a
+ * table by class, filled as classes are first sampled; lock held. */
+static double block_weight(unsigned cls, uint64_t size)
+{
+    static double by_class[HK_NCLASSES];
+    if (cls == 0)
+        return weight(size);
+    if (HK_UNLIKELY(by_class[cls] == 0))
+        by_class[cls] = weight(size);
+    return by_class[cls];
 }
 
 static uint64_t next_random(struct prof_tls *t)
@@ -640,7 +651,7 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
     s->live_bytes += size;
     s->alloc_n++;
     s->alloc_bytes += size;
-    live_est += weight(size);
+    live_est += block_weight(cls, size);
     if (live_est > peak_est) {
         peak_est = live_est;
         peak_gen++;
@@ -653,19 +664,20 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
     return id + 1;
 }
 
-static void freed_locked(uint32_t site, size_t size)
+/* A sampled block of `size` bytes (of class cls, or 0) was freed. */
+static void freed_locked(uint32_t site, unsigned cls, size_t size)
 {
     struct site *s = &sites[site - 1];
     keep_peak(s);
     s->live_n--;
     s->live_bytes -= size;
-    live_est -= weight(size);
+    live_est -= block_weight(cls, size);
 }
 
 void hk_heap_sample_freed(uint32_t site, size_t size)
 {
     hk_lock(&lock);
-    freed_locked(site, size);
+    freed_locked(site, 0, size);
     unlock_and_dump_wanted();
 }
 
@@ -674,12 +686,12 @@ bool hk_heap_sample_slot_free(void *p)
     if (!hk_slot_range(p))
         return false;
     uint32_t site;
-    size_t size;
+    unsigned cls;
     bool to_purge;
     hk_lock(&lock);
-    struct slot_header *slot = hk_slot_free(p, &site, &size, &to_purge);
+    struct slot_header *slot = hk_slot_free(p, &site, &cls, &to_purge);
     if (slot != NULL)
-        freed_locked(site, size);
+        freed_locked(site, cls, hk_classes[cls].block_size);
     unlock_and_dump_wanted();
     if (slot != NULL && to_purge) { /* madvise with the lock let go */
         hk_slot_purge(slot);

@@ -893,7 +893,7 @@ void *hk_slot_alloc(unsigned cls, uint32_t site);
  * size; the slot is free again, or, when *to_purge, once hk_slot_purge
  * (which may run out of the lock) and hk_slot_push have had it. */
 struct slot_header;
-struct slot_header *hk_slot_free(void *p, uint32_t *site, size_t *size, bool *to_purge);
+struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *to_purge);
 void hk_slot_purge(struct slot_header *h);
 void hk_slot_push(struct slot_header *h);
 size_t hk_slot_usable_size(const void *p); /* 0: not a live slot's block */

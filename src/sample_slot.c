@@ -154,14 +154,14 @@ void hk_slot_push(struct slot_header *h)
     c->free = h;
 }
 
-struct slot_header *hk_slot_free(void *p, uint32_t *site, size_t *size, bool *to_purge)
+struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *to_purge)
 {
     struct slot_header *h = live_header(p);
     if (h == NULL)
         return NULL;
     size_t block = hk_classes[h->cls].block_size;
     *site = h->site;
-    *size = block;
+    *cls = h->cls;
     h->self = 0;
     h->site = 0;
     *to_purge = dirty + stride_of(block) > KEEP_DIRTY;
