@@ -67,22 +67,27 @@ struct site {
     uintptr_t pc[DEPTH];
 };
 
-/* Held for a few hundred instructions at each sample, from every thread:
- * a lock that spins before it sleeps (lock.h). */
-static struct hk_lock lock = HK_LOCK_INIT;
+/* The lock, held for a few hundred instructions at each sample from every
+ * thread (it spins before it sleeps: lock.h), and what each sample writes
+ * under it, on cache lines of their own: the settings below, which every
+ * thread reads without the lock, stay put in each core's cache while the
+ * lock moves between cores. */
+static struct __attribute__((aligned(64))) {
+    struct hk_lock lock;
+    uint32_t nsites;
+    uint32_t peak_gen;   /* counts when live_est last rose to a peak */
+    uint64_t dropped;    /* samples not recorded: the table was full */
+    double live_est;     /* sampled live bytes, scaled to all bytes */
+    double peak_est, peak_dumped;
+} held = {.lock = HK_LOCK_INIT, .nsites = 1};
 static struct site *sites;  /* sites[0] is unused: a site id is never 0 */
 static uint32_t *site_index; /* hash -> site id, open addressing */
-static uint32_t nsites = 1;
-static uint64_t dropped;     /* samples not recorded: the table was full */
 static double mean;          /* bytes between samples */
 /* The two kinds of point: index 0 profiled (counted in bytes), 1 guarded
  * (counted in blocks); what a point is, as HK_SAMPLE_* bits: 1 << kind. */
 enum { PROFILED, GUARDED, KINDS };
 static double scale[KINDS]; /* an interval is -ln(u) * scale, + 1 if guarded */
 static bool kind_on[KINDS];
-static double live_est;      /* sampled live bytes, scaled to all bytes */
-static double peak_est, peak_dumped;
-static uint32_t peak_gen;    /* counts when live_est last rose to a peak */
 static unsigned dump_seq;
 static volatile sig_atomic_t dump_wanted; /* SIGUSR2 came while locked */
 static uintptr_t own_lo, own_hi; /* libhakmem's code, when it is a library */
@@ -580,9 +585,9 @@ static uint32_t site_of(const uintptr_t *pc, unsigned n)
     for (uint32_t i = (uint32_t)h & (INDEX_SIZE - 1);; i = (i + 1) & (INDEX_SIZE - 1)) {
         uint32_t id = site_index[i];
         if (id == 0) {
-            if (nsites == MAX_SITES)
+            if (held.nsites == MAX_SITES)
                 return 0;
-            id = nsites++;
+            id = held.nsites++;
             struct site *s = &sites[id];
             s->hash = h;
             s->depth = n;
@@ -600,8 +605,8 @@ static uint32_t site_of(const uintptr_t *pc, unsigned n)
  * they are its counts at that peak. */
 static void keep_peak(struct site *s)
 {
-    if (s->gen != peak_gen) {
-        s->gen = peak_gen;
+    if (s->gen != held.peak_gen) {
+        s->gen = held.peak_gen;
         s->peak_n = s->live_n;
         s->peak_bytes = s->live_bytes;
     }
@@ -611,14 +616,14 @@ static void dump_locked(const char *why);
 
 static void unlock_and_dump_wanted(void)
 {
-    hk_unlock(&lock);
+    hk_unlock(&held.lock);
     if (dump_wanted) {
-        hk_lock(&lock);
+        hk_lock(&held.lock);
         if (dump_wanted) {
             dump_wanted = 0;
             dump_locked(NULL);
         }
-        hk_unlock(&lock);
+        hk_unlock(&held.lock);
     }
 }
 
@@ -629,7 +634,7 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
     uintptr_t pc[DEPTH];
     uint32_t known;
     unsigned n = capture(pc, &memo, &known);
-    hk_lock(&lock);
+    hk_lock(&held.lock);
     uint32_t id = known;
     if (id == 0 || n != 0) {
         id = site_of(pc, n);
@@ -639,8 +644,8 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
         memo.taken = false;
     }
     if (id == 0) {
-        dropped++;
-        hk_unlock(&lock);
+        held.dropped++;
+        hk_unlock(&held.lock);
         return 0;
     }
     if (cls != 0)
@@ -651,12 +656,12 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
     s->live_bytes += size;
     s->alloc_n++;
     s->alloc_bytes += size;
-    live_est += block_weight(cls, size);
-    if (live_est > peak_est) {
-        peak_est = live_est;
-        peak_gen++;
-        if (live_est * 100 >= peak_dumped * PEAK_STEP_PCT && live_est >= 4 * mean) {
-            peak_dumped = live_est;
+    held.live_est += block_weight(cls, size);
+    if (held.live_est > held.peak_est) {
+        held.peak_est = held.live_est;
+        held.peak_gen++;
+        if (held.live_est * 100 >= held.peak_dumped * PEAK_STEP_PCT && held.live_est >= 4 * mean) {
+            held.peak_dumped = held.live_est;
             dump_locked("peak");
         }
     }
@@ -671,12 +676,12 @@ static void freed_locked(uint32_t site, unsigned cls, size_t size)
     keep_peak(s);
     s->live_n--;
     s->live_bytes -= size;
-    live_est -= block_weight(cls, size);
+    held.live_est -= block_weight(cls, size);
 }
 
 void hk_heap_sample_freed(uint32_t site, size_t size)
 {
-    hk_lock(&lock);
+    hk_lock(&held.lock);
     freed_locked(site, 0, size);
     unlock_and_dump_wanted();
 }
@@ -688,16 +693,16 @@ bool hk_heap_sample_slot_free(void *p)
     uint32_t site;
     unsigned cls;
     bool to_purge;
-    hk_lock(&lock);
+    hk_lock(&held.lock);
     struct slot_header *slot = hk_slot_free(p, &site, &cls, &to_purge);
     if (slot != NULL)
         freed_locked(site, cls, hk_classes[cls].block_size);
     unlock_and_dump_wanted();
     if (slot != NULL && to_purge) { /* madvise with the lock let go */
         hk_slot_purge(slot);
-        hk_lock(&lock);
+        hk_lock(&held.lock);
         hk_slot_push(slot);
-        hk_unlock(&lock);
+        hk_unlock(&held.lock);
     }
     return slot != NULL;
 }
@@ -706,7 +711,7 @@ void hk_heap_sample_slots_release(void)
 {
     if (hk_slot_lo == 0)
         return;
-    hk_lock(&lock);
+    hk_lock(&held.lock);
     hk_slot_release_free();
     unlock_and_dump_wanted();
 }
@@ -715,9 +720,9 @@ size_t hk_heap_sample_slot_usable(const void *p)
 {
     if (!hk_slot_range(p))
         return 0;
-    hk_lock(&lock);
+    hk_lock(&held.lock);
     size_t size = hk_slot_usable_size(p);
-    hk_unlock(&lock);
+    hk_unlock(&held.lock);
     return size;
 }
 
@@ -993,7 +998,7 @@ static void put_counts(uint64_t n1, uint64_t b1, uint64_t n2, uint64_t b2)
 /* A site's live counts now, or at the last peak. */
 static void live_counts(const struct site *s, bool at_peak, uint64_t *n, uint64_t *bytes)
 {
-    bool changed = at_peak && s->gen == peak_gen; /* since the peak */
+    bool changed = at_peak && s->gen == held.peak_gen; /* since the peak */
     *n = changed ? s->peak_n : s->live_n;
     *bytes = changed ? s->peak_bytes : s->live_bytes;
 }
@@ -1001,7 +1006,7 @@ static void live_counts(const struct site *s, bool at_peak, uint64_t *n, uint64_
 static void write_profile(bool at_peak)
 {
     uint64_t ln_ = 0, lb = 0, an = 0, ab = 0;
-    for (uint32_t id = 1; id < nsites; id++) {
+    for (uint32_t id = 1; id < held.nsites; id++) {
         uint64_t n, b;
         live_counts(&sites[id], at_peak, &n, &b);
         ln_ += n;
@@ -1014,7 +1019,7 @@ static void write_profile(bool at_peak)
     put_str(" @ heap_v2/");
     put_u64((uint64_t)mean, 10);
     put_str("\n");
-    for (uint32_t id = 1; id < nsites; id++) {
+    for (uint32_t id = 1; id < held.nsites; id++) {
         const struct site *s = &sites[id];
         uint64_t n, b;
         live_counts(s, at_peak, &n, &b);
@@ -1026,9 +1031,9 @@ static void write_profile(bool at_peak)
         }
         put_str("\n");
     }
-    if (dropped != 0) {
+    if (held.dropped != 0) {
         put_str("# samples not recorded (too many sites): ");
-        put_u64(dropped, 10);
+        put_u64(held.dropped, 10);
         put_str("\n");
     }
     put_str("\nMAPPED_LIBRARIES:\n");
@@ -1093,9 +1098,9 @@ HK_API int hak_heap_profile_dump(void)
         errno = EINVAL; /* not profiling */
         return -1;
     }
-    hk_lock(&lock);
+    hk_lock(&held.lock);
     bool ok = dump_to(NULL, false);
-    hk_unlock(&lock);
+    hk_unlock(&held.lock);
     if (!ok)
         errno = EIO;
     return ok ? 0 : -1;
@@ -1105,23 +1110,23 @@ HK_API int hak_heap_profile_dump(void)
 static void on_sigusr2(int sig)
 {
     (void)sig;
-    if (!hk_trylock(&lock)) {
+    if (!hk_trylock(&held.lock)) {
         dump_wanted = 1;
         return;
     }
     dump_locked(NULL);
-    hk_unlock(&lock);
+    hk_unlock(&held.lock);
 }
 
 __attribute__((destructor)) static void dump_at_exit(void)
 {
     if (!profiling)
         return;
-    hk_lock(&lock);
-    if (peak_gen != 0)
+    hk_lock(&held.lock);
+    if (held.peak_gen != 0)
         dump_to("peak", true);
     dump_to("exit", false);
-    hk_unlock(&lock);
+    hk_unlock(&held.lock);
 }
 
 /* ---- start and fork -------------------------------------------------------- */
@@ -1182,15 +1187,15 @@ void hk_heap_profile_start(void)
 
 void hk_heap_profile_fork_lock(void)
 {
-    hk_lock(&lock);
+    hk_lock(&held.lock);
 }
 
 void hk_heap_profile_fork_unlock(bool child)
 {
     if (child) {
-        hk_lock_reset(&lock);
+        hk_lock_reset(&held.lock);
         dump_seq = 0;
     } else {
-        hk_unlock(&lock);
+        hk_unlock(&held.lock);
     }
 }

@@ -50,10 +50,14 @@ struct slot_class {
 };
 
 _Atomic uintptr_t hk_slot_lo, hk_slot_hi;
-static uintptr_t space_next; /* the reserved range's first byte not in a chunk */
-static struct slot_class classes[HK_NCLASSES];
-static size_t dirty; /* bytes of free slots whose memory is there */
 static bool reserve_failed;
+/* What samples write (under the profiler's lock), apart from the range's
+ * bounds, which any thread's free reads without it. */
+static struct __attribute__((aligned(64))) {
+    size_t dirty;         /* bytes of free slots whose memory is there */
+    uintptr_t space_next; /* the reserved range's first byte not in a chunk */
+    struct slot_class classes[HK_NCLASSES];
+} held;
 
 static size_t align_of(size_t size)
 {
@@ -79,7 +83,7 @@ static bool new_chunk(struct slot_class *c, size_t size)
             reserve_failed = true; /* an address-space limit: huge stand-ins instead */
             return false;
         }
-        space_next = (uintptr_t)space;
+        held.space_next = (uintptr_t)space;
         hk_slot_hi = (uintptr_t)space + SLOT_SPACE;
         hk_slot_lo = (uintptr_t)space;
     }
@@ -88,10 +92,10 @@ static bool new_chunk(struct slot_class *c, size_t size)
         align = HK_OS_PAGE;
     size_t len = stride * 4 > CHUNK_MIN ? stride * 4 : CHUNK_MIN;
     len = (len + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
-    uintptr_t start = (space_next + align - 1) & ~(uintptr_t)(align - 1);
+    uintptr_t start = (held.space_next + align - 1) & ~(uintptr_t)(align - 1);
     if (start + len > hk_slot_hi || !hk_os_commit((void *)start, len))
         return false;
-    space_next = start + len;
+    held.space_next = start + len;
     c->next = start;
     c->end = start + len;
     return true;
@@ -100,12 +104,12 @@ static bool new_chunk(struct slot_class *c, size_t size)
 void *hk_slot_alloc(unsigned cls, uint32_t site)
 {
     size_t size = hk_classes[cls].block_size, stride = stride_of(size);
-    struct slot_class *c = &classes[cls];
+    struct slot_class *c = &held.classes[cls];
     struct slot_header *h = c->free;
     if (h != NULL) {
         memcpy(&c->free, h, sizeof c->free);
         if (h->site != PURGED)
-            dirty -= stride;
+            held.dirty -= stride;
     } else {
         if (c->end - c->next < stride && !new_chunk(c, size))
             return NULL;
@@ -133,7 +137,7 @@ static void purge(struct slot_header *h, size_t block)
 static struct slot_header *live_header(const void *p)
 {
     uintptr_t u = (uintptr_t)p;
-    if (u - hk_slot_lo >= space_next - hk_slot_lo || (u & 15) != 0 || u < hk_slot_lo + 16)
+    if (u - hk_slot_lo >= held.space_next - hk_slot_lo || (u & 15) != 0 || u < hk_slot_lo + 16)
         return NULL;
     struct slot_header *h = (struct slot_header *)u - 1;
     return h->self == u ? h : NULL;
@@ -147,9 +151,9 @@ size_t hk_slot_usable_size(const void *p)
 
 void hk_slot_push(struct slot_header *h)
 {
-    struct slot_class *c = &classes[h->cls];
+    struct slot_class *c = &held.classes[h->cls];
     if (h->site != PURGED)
-        dirty += stride_of(hk_classes[h->cls].block_size);
+        held.dirty += stride_of(hk_classes[h->cls].block_size);
     memcpy(h, &c->free, sizeof c->free);
     c->free = h;
 }
@@ -164,7 +168,7 @@ struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *t
     *cls = h->cls;
     h->self = 0;
     h->site = 0;
-    *to_purge = dirty + stride_of(block) > KEEP_DIRTY;
+    *to_purge = held.dirty + stride_of(block) > KEEP_DIRTY;
     if (!*to_purge)
         hk_slot_push(h);
     return h;
@@ -178,11 +182,11 @@ void hk_slot_purge(struct slot_header *h)
 void hk_slot_release_free(void)
 {
     for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
-        struct slot_header *h = classes[cls].free;
+        struct slot_header *h = held.classes[cls].free;
         while (h != NULL) {
             if (h->site != PURGED) {
                 purge(h, hk_classes[cls].block_size);
-                dirty -= stride_of(hk_classes[cls].block_size);
+                held.dirty -= stride_of(hk_classes[cls].block_size);
             }
             memcpy(&h, h, sizeof h);
         }
