@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "block_home.h"
 #include "internal.h"
 #include "stats.h"
 
@@ -20,9 +21,7 @@ _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 #define COMMIT_CHUNK ((uintptr_t)4 << 20)
 
 static const uint32_t region_pages[HK_NKINDS] = {
-    (2u << 30) >> HK_SMALL_PAGE_SHIFT,
-    (1u << 30) >> HK_MEDIUM_PAGE_SHIFT,
-    (1u << 30) >> HK_LARGE_PAGE_SHIFT,
+    HK_SMALL_REGION_PAGES, HK_MEDIUM_REGION_PAGES, HK_LARGE_REGION_PAGES,
 };
 
 /* A compact arena (below) has smaller regions, 256 MiB each, so that its
@@ -87,12 +86,6 @@ static char *compact_slot(size_t header_bytes)
 static uint32_t class_map_bytes(void)
 {
     return region_pages[HK_SMALL] + region_pages[HK_MEDIUM] + region_pages[HK_LARGE];
-}
-
-static uint32_t class_map_index(unsigned kind, uint32_t index)
-{
-    return (kind > HK_SMALL ? region_pages[HK_SMALL] : 0) +
-           (kind > HK_MEDIUM ? region_pages[HK_MEDIUM] : 0) + index;
 }
 
 static size_t header_size(size_t extra, const uint32_t *npages, bool compact)
@@ -500,7 +493,7 @@ bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
     pg->state = HK_PAGE_FREE;
     pg->block_size = 0;
     if (a->page_class != NULL)
-        a->page_class[class_map_index(pg->kind, page_index(a, pg, pg->kind))] = 0;
+        a->page_class[hk_class_map_index(pg->kind, page_index(a, pg, pg->kind))] = 0;
     pg->freed_at = now;
     pthread_mutex_lock(&h->pool_lock);
     HK_ASSERT(a->pages_in_use > 0);
@@ -667,64 +660,10 @@ void hk_arena_page_in_use(struct hk_page *pg, unsigned cls)
 {
     struct hk_arena *a = arena_of_page(pg);
     if (a->page_class != NULL)
-        a->page_class[class_map_index(pg->kind, page_index(a, pg, pg->kind))] = (uint8_t)cls;
+        a->page_class[hk_class_map_index(pg->kind, page_index(a, pg, pg->kind))] = (uint8_t)cls;
 }
 
-/* Is p, at `in_page` bytes from the base of a page of class cls (or of the
- * class its header names), the start of one of its `capacity` blocks?  A p
- * below the first block (a small page's header) wraps around to a huge
- * offset, which no block has. */
-static inline bool block_start(uint64_t in_page, uint32_t first_block, uint32_t size,
-                               uint32_t div_magic, uint32_t capacity)
+bool hk_block_home(const void *p, struct hk_block_home *home)
 {
-    uint64_t offset = in_page - first_block;
-    uint64_t block = (offset * div_magic) >> 32;
-    return block * size == offset && block < capacity;
-}
-
-/* p's home, if p is a block: `shift` and the region are those of the arena
- * offset `off` of p. */
-static inline bool block_home(struct hk_arena *a, uintptr_t p, uintptr_t off, unsigned kind,
-                              unsigned shift, struct hk_block_home *home)
-{
-    const struct hk_region *r = &a->region[kind];
-    uint32_t index = (uint32_t)((off - hk_region_offset(kind)) >> shift);
-    uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
-    if (index - r->first >= hwm - r->first)
-        return false; /* page 0, or never handed out */
-    uintptr_t base = p & ~(((uintptr_t)1 << shift) - 1);
-    struct hk_page *pg = hk_page_header(base, shift);
-    unsigned cls;
-    if (HK_LIKELY(a->page_class != NULL)) {
-        cls = a->page_class[class_map_index(kind, index)];
-        const struct hk_class *k = &hk_classes[cls];
-        if (cls == 0 || /* a free page */
-            !block_start(p - base, k->first_block, k->block_size, k->div_magic, k->capacity))
-            return false;
-    } else {
-        /* A compact arena: the page's capacity is what it maps. */
-        if (pg->block_size == 0 ||
-            !block_start(p - base, pg->first_block, pg->block_size, pg->div_magic, pg->capacity))
-            return false;
-        cls = pg->cls;
-    }
-    home->page = pg;
-    home->heap = a->heap; /* an arena's pages are its heap's */
-    home->cls = cls;
-    return true;
-}
-
-bool hk_block_home(const void *ptr, struct hk_block_home *home)
-{
-    uintptr_t p = (uintptr_t)ptr;
-    struct hk_arena *a = hk_arena_of(p);
-    if (a == NULL || (p & 15) != 0)
-        return false;
-    uintptr_t off = p & (HK_ARENA_SIZE - 1);
-    /* Written out per region, so that each case works with constants. */
-    if (HK_LIKELY(off < hk_region_offset(HK_MEDIUM)))
-        return block_home(a, p, off, HK_SMALL, HK_SMALL_PAGE_SHIFT, home);
-    if (off < hk_region_offset(HK_LARGE))
-        return block_home(a, p, off, HK_MEDIUM, HK_MEDIUM_PAGE_SHIFT, home);
-    return block_home(a, p, off, HK_LARGE, HK_LARGE_PAGE_SHIFT, home);
+    return hk_find_block_home(p, home);
 }

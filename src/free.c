@@ -8,6 +8,7 @@
  * half.  Anything else (NULL, another thread's block, huge blocks, foreign
  * pointers) goes to hk_free_slow, which validates before it touches memory.
  */
+#include "block_home.h"
 #include "hakmem.h"
 #include "internal.h"
 
@@ -79,7 +80,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     if (p == NULL)
         return;
     struct hk_block_home home;
-    if (hk_block_home(p, &home)) {
+    if (hk_find_block_home(p, &home)) {
         HK_SECURE_FREEING(home.page, p, call);
         struct hk_heap *mine = hk_tls.heap;
         if (home.heap == mine)
