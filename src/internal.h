@@ -479,6 +479,7 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
 #define HK_DETOUR_PURGER 1 /* a free wanted the purger started; malloc starts it */
 #define HK_DETOUR_SAMPLE 2 /* sample points on refills (heap_profile.c) */
 extern _Atomic uint8_t hk_detour;
+extern bool hk_heap_sampling; /* sample points are on (either kind) */
 void hk_purge_poll(void);
 static inline bool hk_refill_detoured(void)
 {
@@ -611,8 +612,30 @@ void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *l
 void hk_remote_stash_release(void); /* the thread's kept messages, at its exit */
 void hk_remote_fork_lock(void);
 void hk_remote_fork_unlock(bool child);
-void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
 void hk_foreign_send(struct hk_heap *h, unsigned cls);
+
+/* p, a small block of class cls of another heap than h, the calling
+ * thread's, goes on the TLS list for this thread's mallocs. */
+static inline void hk_foreign_keep(struct hk_heap *h, unsigned cls, void *p)
+{
+    struct hk_tls *t = &hk_tls;
+    hk_set_next(p, t->free[cls]);
+    t->free[cls] = p;
+    t->foreign[cls]++;
+    hk_count(&h->supplied[cls], 1);
+}
+/* Free such a block: kept, inline (servers free each other's blocks all
+ * the time), unless the class holds its cap of them or the profiler must
+ * count it: then out of line, which may send it home (remote.c). */
+void hk_foreign_free_slow(struct hk_heap *h, unsigned cls, void *p);
+static inline void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
+{
+    if (HK_UNLIKELY(hk_tls.foreign[cls] >= hk_classes[cls].foreign_cap || hk_heap_sampling)) {
+        hk_foreign_free_slow(h, cls, p);
+        return;
+    }
+    hk_foreign_keep(h, cls, p);
+}
 
 /* Is block b, of class cls's TLS list, another heap's?  The list holds other
  * heaps' blocks first and then those of the current page, if any (remote.c):
@@ -793,7 +816,6 @@ void hk_config_print(void); /* the effective options, on stderr */
  * refill_slow (every small refill detours there, HK_DETOUR_SAMPLE), the trim
  * countdown of medium and large pages, huge allocations and frees. */
 enum { HK_SAMPLE_PROFILE = 1, HK_SAMPLE_GUARD = 2 };
-extern bool hk_heap_sampling; /* sample points are on (either kind) */
 
 /* A thread's distance to its next points: left[0] in bytes to the next
  * profiled one, left[1] in blocks to the next guarded one (a kind that is

@@ -257,21 +257,17 @@ static HK_NOINLINE bool foreign_at_cap(struct hk_heap *h, unsigned cls, void *p)
     return true;
 }
 
-/* Free p, a small block of class cls of another heap than h, the calling
- * thread's: keep it for this thread's mallocs, or send it home when it
- * would hold the thread's next sample point (the malloc at the point must
- * refill: heap_profile.c). */
-void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
+/* hk_foreign_free's rare cases: at the cap, the count is redone (or the
+ * blocks sent home); while sampling, p goes home when it would hold the
+ * thread's next sample point (the malloc at the point must refill:
+ * heap_profile.c). */
+void hk_foreign_free_slow(struct hk_heap *h, unsigned cls, void *p)
 {
-    struct hk_tls *t = &hk_tls;
-    if (HK_UNLIKELY(t->foreign[cls] >= hk_classes[cls].foreign_cap) && !foreign_at_cap(h, cls, p))
+    if (hk_tls.foreign[cls] >= hk_classes[cls].foreign_cap && !foreign_at_cap(h, cls, p))
         return;
     if (HK_UNLIKELY(hk_heap_sampling) && !hk_sample_pass_foreign(h, cls)) {
         hk_remote_free(hk_heap_of_block(p), p);
         return;
     }
-    hk_set_next(p, t->free[cls]);
-    t->free[cls] = p;
-    t->foreign[cls]++;
-    hk_count(&h->supplied[cls], 1);
+    hk_foreign_keep(h, cls, p);
 }
