@@ -44,21 +44,22 @@ static inline bool hk_region_block_home(struct hk_arena *a, uintptr_t p, uintptr
 {
     const struct hk_region *r = &a->region[kind];
     uint32_t index = (uint32_t)((off - hk_region_offset(kind)) >> shift);
-    uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
-    if (index - r->first >= hwm - r->first)
-        return false; /* page 0, or never handed out */
     uintptr_t base = p & ~(((uintptr_t)1 << shift) - 1);
     struct hk_page *pg = hk_page_header(base, shift);
     unsigned cls;
     if (HK_LIKELY(a->page_class != NULL)) {
+        /* Page 0 and pages never handed out have 0 there, as free ones. */
         cls = a->page_class[hk_class_map_index(kind, index)];
         const struct hk_class *k = &hk_classes[cls];
         if (cls == 0 || /* a free page */
             !hk_block_start(p - base, k->first_block, k->block_size, k->div_magic, k->capacity))
             return false;
     } else {
-        /* A compact arena: the page's capacity is what it maps. */
-        if (pg->block_size == 0 ||
+        /* A compact arena: the page's capacity is what it maps, and only
+         * pages handed out have their header mapped. */
+        uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_acquire);
+        if (index - r->first >= hwm - r->first || /* page 0, or never handed out */
+            pg->block_size == 0 ||
             !hk_block_start(p - base, pg->first_block, pg->block_size, pg->div_magic,
                             pg->capacity))
             return false;

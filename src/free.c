@@ -73,26 +73,48 @@ HK_ALIAS(_ZdaPvmSt11align_val_t, hak_free)
 HK_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, hak_free)
 HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
 
-/* Anything but the thread's own blocks: validate, then free it locally,
- * remotely, or as a huge block; report what hakmem did not hand out. */
+/* Block p of an arena, of class cls in page pg of heap owner, that the
+ * calling thread cannot just keep: freed by its owner, kept after all, or
+ * sent home. */
+static HK_NOINLINE void free_home(void *p, struct hk_page *pg, struct hk_heap *owner,
+                                  unsigned cls, const char *call)
+{
+    struct hk_heap *mine = hk_tls.heap;
+    if (owner == mine)
+        hk_page_free_local(pg, p, call);
+    else if (mine != NULL && hk_classes[cls].foreign_cap != 0)
+        hk_foreign_free(mine, cls, p);
+    else
+        hk_remote_free(owner, p);
+}
+
+/* Not a block of an arena: a sample slot's, a huge or guarded block, or
+ * what hakmem did not hand out. */
+static HK_NOINLINE void free_other(void *p, const char *call)
+{
+    if (!hk_heap_sample_slot_free(p) && !hk_huge_free(p) && !hk_guard_free(p, call))
+        hk_invalid_pointer(call, p);
+}
+
+/* Anything but the thread's own blocks: validated, then freed.  Another
+ * thread's small block, which servers free all the time, is kept here with
+ * no call (every call is a tail call: no frame). */
 HK_NOINLINE void hk_free_slow(void *p, const char *call)
 {
     if (p == NULL)
         return;
     struct hk_block_home home;
-    if (hk_find_block_home(p, &home)) {
-        HK_SECURE_FREEING(home.page, p, call);
-        struct hk_heap *mine = hk_tls.heap;
-        if (home.heap == mine)
-            hk_page_free_local(home.page, p, call);
-        else if (mine != NULL && hk_classes[home.cls].foreign_cap != 0)
-            hk_foreign_free(mine, home.cls, p);
-        else
-            hk_remote_free(home.heap, p);
+    if (!hk_find_block_home(p, &home)) {
+        free_other(p, call);
         return;
     }
-    if (!hk_heap_sample_slot_free(p) && !hk_huge_free(p) && !hk_guard_free(p, call))
-        hk_invalid_pointer(call, p);
+    HK_SECURE_FREEING(home.page, p, call);
+    struct hk_heap *mine = hk_tls.heap;
+    if (HK_LIKELY(home.heap != mine && mine != NULL && hk_foreign_keep_now(home.cls))) {
+        hk_foreign_keep(mine, home.cls, p);
+        return;
+    }
+    free_home(p, home.page, home.heap, home.cls, call);
 }
 
 /* The sized and aligned forms carry information hakmem does not need. */

@@ -624,18 +624,14 @@ static inline void hk_foreign_keep(struct hk_heap *h, unsigned cls, void *p)
     t->foreign[cls]++;
     hk_count(&h->supplied[cls], 1);
 }
-/* Free such a block: kept, inline (servers free each other's blocks all
- * the time), unless the class holds its cap of them or the profiler must
- * count it: then out of line, which may send it home (remote.c). */
-void hk_foreign_free_slow(struct hk_heap *h, unsigned cls, void *p);
-static inline void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
+/* Can such a block be kept with no more ado?  Not when its class holds its
+ * cap of them or the profiler must count it (hk_foreign_free). */
+static inline bool hk_foreign_keep_now(unsigned cls)
 {
-    if (HK_UNLIKELY(hk_tls.foreign[cls] >= hk_classes[cls].foreign_cap || hk_heap_sampling)) {
-        hk_foreign_free_slow(h, cls, p);
-        return;
-    }
-    hk_foreign_keep(h, cls, p);
+    return hk_tls.foreign[cls] < hk_classes[cls].foreign_cap && !hk_heap_sampling;
 }
+/* Free such a block where it cannot: kept, or sent home (remote.c). */
+void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
 
 /* Is block b, of class cls's TLS list, another heap's?  The list holds other
  * heaps' blocks first and then those of the current page, if any (remote.c):

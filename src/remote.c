@@ -257,11 +257,12 @@ static HK_NOINLINE bool foreign_at_cap(struct hk_heap *h, unsigned cls, void *p)
     return true;
 }
 
-/* hk_foreign_free's rare cases: at the cap, the count is redone (or the
- * blocks sent home); while sampling, p goes home when it would hold the
- * thread's next sample point (the malloc at the point must refill:
- * heap_profile.c). */
-void hk_foreign_free_slow(struct hk_heap *h, unsigned cls, void *p)
+/* Free p, a small block of class cls of another heap than h, the calling
+ * thread's, where hk_foreign_keep_now says no: at the cap, the count is
+ * redone (or the blocks sent home); while sampling, p goes home when it
+ * would hold the thread's next sample point (the malloc at the point must
+ * refill: heap_profile.c). */
+void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
 {
     if (hk_tls.foreign[cls] >= hk_classes[cls].foreign_cap && !foreign_at_cap(h, cls, p))
         return;
