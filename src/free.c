@@ -110,7 +110,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     }
     HK_SECURE_FREEING(home.page, p, call);
     struct hk_heap *mine = hk_tls.heap;
-    if (HK_LIKELY(home.heap != mine && mine != NULL && hk_foreign_keep_now(home.cls))) {
+    if (HK_LIKELY(home.heap != mine && mine != NULL && hk_foreign_keep_now(mine, home.cls))) {
         hk_foreign_keep(mine, home.cls, p);
         return;
     }

@@ -624,13 +624,8 @@ static inline void hk_foreign_keep(struct hk_heap *h, unsigned cls, void *p)
     t->foreign[cls]++;
     hk_count(&h->supplied[cls], 1);
 }
-/* Can such a block be kept with no more ado?  Not when its class holds its
- * cap of them or the profiler must count it (hk_foreign_free). */
-static inline bool hk_foreign_keep_now(unsigned cls)
-{
-    return hk_tls.foreign[cls] < hk_classes[cls].foreign_cap && !hk_heap_sampling;
-}
-/* Free such a block where it cannot: kept, or sent home (remote.c). */
+/* Free such a block where hk_foreign_keep_now (below) says no: kept, or
+ * sent home (remote.c). */
 void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
 
 /* Is block b, of class cls's TLS list, another heap's?  The list holds other
@@ -883,6 +878,17 @@ static inline bool hk_sample_pass_foreign(struct hk_heap *h, unsigned cls)
 {
     return hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size) ||
            hk_sample_pass_foreign_slow(h, cls);
+}
+
+/* Can another heap's block of class cls be kept on h's thread's TLS list
+ * with no more ado (hk_foreign_keep)?  Not when the class holds its cap of
+ * them (or has a point pending, which sets the count to the cap), nor
+ * while sampling when the block would reach the end of the budget: then
+ * hk_foreign_free decides. */
+static inline bool hk_foreign_keep_now(struct hk_heap *h, unsigned cls)
+{
+    return hk_tls.foreign[cls] < hk_classes[cls].foreign_cap &&
+           (!hk_heap_sampling || hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size));
 }
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went
