@@ -914,7 +914,7 @@ void hk_heap_sample_freed(uint32_t site, size_t size);
  * lock): its slot, site + 1 kept with it; NULL if there is no room. */
 void *hk_slot_alloc(unsigned cls, uint32_t site);
 /* p, a live slot's block, is free: its header (NULL: not one), site and
- * size; the slot is free again, or, when *to_purge, once hk_slot_purge
+ * class; the slot is free again, or, when *to_purge, once hk_slot_purge
  * (which may run out of the lock) and hk_slot_push have had it. */
 struct slot_header;
 struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *to_purge);
