@@ -861,7 +861,8 @@ bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls)
     uint64_t size = hk_classes[cls].block_size;
     small_tick(h, size);
     bool kept = pass_refill(h, 1, size, cls);
-    hk_sample_arm(h);
+    if (!kept) /* a pass sets the budget itself */
+        hk_sample_arm(h);
     return kept;
 }
 
