@@ -12,7 +12,6 @@
  * there.  The arena is found the way hakmem lays it out (4 GiB, aligned),
  * from blocks of a thread that keeps them; each bad free runs in a child.
  */
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -74,15 +73,8 @@ static void expect_abort(const struct bad_free *d)
 	if (!CHECK(run_in_child(bad_free, (void *)d, 10, &r) == 0))
 		return;
 	char how[64];
-	const char *prefix = "hakmem: free(): invalid pointer 0x";
-	size_t len = strlen(prefix);
 	int ok = WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
-		 strncmp(r.err, prefix, len) == 0;
-	char *end = NULL;
-	if (ok) {
-		strtoumax(r.err + len, &end, 16);
-		ok = end != r.err + len && strcmp(end, "\n") == 0;
-	}
+		 invalid_pointer_line(r.err, "free", NULL);
 	CHECKF(ok, "free of %s (another thread's %zu-byte block's arena): child %s, stderr \"%s\"",
 	       d->what, d->size, describe_status(r.status, how, sizeof how), r.err);
 }

@@ -47,16 +47,10 @@ static void make_call(void *arg)
 /* The whole of stderr must be the one documented line naming c->ptr. */
 static void check_message(const struct bad_call *c, const char *err)
 {
-	char prefix[64];
-	snprintf(prefix, sizeof prefix, "hakmem: %s(): invalid pointer 0x", c->fn);
-	size_t len = strlen(prefix);
-	int ok = strncmp(err, prefix, len) == 0;
-	char *end = NULL;
-	uintmax_t value = ok ? strtoumax(err + len, &end, 16) : 0;
-	ok = ok && end != err + len && strcmp(end, "\n") == 0 &&
-	     value == (uintptr_t)c->ptr;
-	CHECKF(ok, "%s(%s %p): stderr was \"%s\", want \"%s%" PRIxPTR "\\n\"",
-	       c->fn, c->kind, c->ptr, err, prefix, (uintptr_t)c->ptr);
+	uintmax_t value = 0;
+	int ok = invalid_pointer_line(err, c->fn, &value) && value == (uintptr_t)c->ptr;
+	CHECKF(ok, "%s(%s %p): stderr was \"%s\", want \"hakmem: %s(): invalid pointer 0x%" PRIxPTR "\\n\"",
+	       c->fn, c->kind, c->ptr, err, c->fn, (uintptr_t)c->ptr);
 }
 
 static void expect_abort(const struct bad_call *c)

@@ -12,7 +12,6 @@
  * bad free runs in a child process, after the block's neighbour was
  * allocated so that the page stays in use.
  */
-#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,16 +54,9 @@ static void expect_abort(const struct bad_free *d)
 	struct child_result r;
 	if (!CHECK(run_in_child(bad_free, (void *)d, 10, &r) == 0))
 		return;
-	char how[64], prefix[64];
-	snprintf(prefix, sizeof prefix, "hakmem: %s(): invalid pointer 0x", d->call);
-	size_t len = strlen(prefix);
+	char how[64];
 	int ok = WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
-		 strncmp(r.err, prefix, len) == 0;
-	char *end = NULL;
-	if (ok) {
-		strtoumax(r.err + len, &end, 16);
-		ok = end != r.err + len && strcmp(end, "\n") == 0;
-	}
+		 invalid_pointer_line(r.err, d->call, NULL);
 	CHECKF(ok, "%zu-byte block, %s() %s: child %s, stderr \"%s\"", d->size, d->call,
 	       d->offset ? "at an address inside it" : "after free()",
 	       describe_status(r.status, how, sizeof how), r.err);

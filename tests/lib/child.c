@@ -1,6 +1,7 @@
 /* child.c: see child.h. */
 #include "child.h"
 
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -98,4 +99,20 @@ void check_limited_rerun(const char *argv0, size_t limit)
 	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	       "the child under a %zu MiB address-space limit %s", limit >> 20,
 	       describe_status(status, how, sizeof how));
+}
+
+bool invalid_pointer_line(const char *err, const char *call, uintmax_t *address)
+{
+	char prefix[64];
+	snprintf(prefix, sizeof prefix, "hakmem: %s(): invalid pointer 0x", call);
+	size_t len = strlen(prefix);
+	if (strncmp(err, prefix, len) != 0)
+		return false;
+	char *end = NULL;
+	uintmax_t value = strtoumax(err + len, &end, 16);
+	if (end == err + len || strcmp(end, "\n") != 0)
+		return false;
+	if (address != NULL)
+		*address = value;
+	return true;
 }

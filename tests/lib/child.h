@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct child_result {
 	int status;          /* as from waitpid */
@@ -29,6 +30,11 @@ void check_limited_rerun(const char *argv0, size_t limit);
  * child still there then is killed with SIGKILL (the one signal it cannot
  * block or leave pending) and reaped: returns false, the child hung. */
 bool wait_child_ms(int pid, unsigned timeout_ms, int *status);
+
+/* Is err exactly the one line hakmem writes for a pointer it did not hand
+ * out, "hakmem: <call>(): invalid pointer 0x<hex>\n"?  The address goes to
+ * *address when that is not NULL. */
+bool invalid_pointer_line(const char *err, const char *call, uintmax_t *address);
 
 /* "exited 3", "killed by SIGABRT", ...: for failure messages. */
 const char *describe_status(int status, char *buf, size_t len);
