@@ -143,9 +143,12 @@ static bool huge_pages(size_t len)
 }
 
 /* [p, p + have) resized to len bytes, its pages moved if need be; NULL if
- * the kernel refused. */
+ * the kernel refused.  A range carved last from a chunk grows into the
+ * chunk's rest. */
 static void *resize(void *p, size_t have, size_t len)
 {
+    if (len > have && hk_huge_chunk_extend((uintptr_t)p, have, len))
+        return p;
     if (len > have && huge_pages(len) && ((uintptr_t)p & (HK_OS_HUGE_PAGE - 1)) == 0)
         return hk_os_remap_aligned(p, have, len, HK_OS_HUGE_PAGE);
     return hk_os_remap(p, have, len);
@@ -164,8 +167,18 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
         align = HK_OS_PAGE;
     hk_init();
     hk_purge_poll();
+    /* A range from a chunk faults in by 2 MiB where a cached range grown
+     * with mremap would fault its new part by 4 KiB (from its last huge
+     * page's edge): when nothing cached fits, the largest cached range is
+     * given back for a carved one, which the program's RSS sees as growth. */
+    bool carve = huge_pages(len) && align == HK_OS_PAGE && hk_huge_chunk_serves(len);
     size_t have;
-    uintptr_t addr = hk_huge_cache_take(&len, align, &have);
+    uintptr_t addr = hk_huge_cache_take(&len, align, align == HK_OS_PAGE, &have);
+    if (addr != 0 && have < len && carve) {
+        hk_os_unmap((void *)addr, have);
+        hk_stat_add(&hk_os_stats.purged_bytes, have);
+        addr = 0;
+    }
     if (addr != 0 && have < len) {
         void *grown = resize((void *)addr, have, len);
         /* mremap refuses a range that spans mappings (the cache merged
@@ -197,9 +210,13 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
     }
 
     bool thp = huge_pages(len);
-    if (thp && align < HK_OS_HUGE_PAGE)
+    void *p = carve ? (void *)hk_huge_chunk_carve(len) : NULL;
+    if (p != NULL)
+        thp = false; /* advised with its chunk */
+    else if (thp && align < HK_OS_HUGE_PAGE)
         align = HK_OS_HUGE_PAGE;
-    void *p = hk_os_map_aligned(len, align, &len);
+    if (p == NULL)
+        p = hk_os_map_aligned(len, align, &len);
     if (p == NULL) {
         hk_release_all_memory();
         p = hk_os_map_aligned(len, align, &len);
@@ -434,10 +451,12 @@ void hk_huge_lock_all(void)
 {
     hk_lock(&huge_lock);
     hk_huge_cache_lock();
+    hk_huge_chunk_lock();
 }
 
 void hk_huge_unlock_all(void)
 {
+    hk_huge_chunk_unlock();
     hk_huge_cache_unlock();
     hk_unlock(&huge_lock);
 }
@@ -446,4 +465,5 @@ void hk_huge_reset_locks(void)
 {
     hk_lock_reset(&huge_lock);
     hk_huge_cache_reset_lock();
+    hk_huge_chunk_reset_lock();
 }

@@ -96,10 +96,10 @@ static void note_miss(uint64_t now)
 
 /* A cached range for a block of *len bytes starting at a multiple of align,
  * or 0.  The best fit is split (a rest too small to keep grows *len); when
- * no range is large enough, the largest one is returned with its size in
- * *have < *len, for the caller to grow with mremap: its pages stay resident
- * and only the new part is faulted in. */
-uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have)
+ * no range is large enough and the caller can grow one (grow), the largest
+ * one is returned with its size in *have < *len, for the caller to grow
+ * with mremap: its pages stay resident and only the new part is faulted in. */
+uintptr_t hk_huge_cache_take(size_t *len, size_t align, bool grow, size_t *have)
 {
     struct victims v;
     v.n = 0; /* only n: the ranges are written as they come */
@@ -118,7 +118,7 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have)
             largest = c;
     }
 #ifdef HK_SECURE
-    if (best != NULL || (largest != NULL && align <= HK_OS_PAGE))
+    if (best != NULL || (largest != NULL && grow))
         hk_secure_huge_taken((void *)(best ? best : largest)->addr, (best ? best : largest)->size);
 #endif
     if (best != NULL) {
@@ -136,7 +136,7 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have)
             best->addr = 0;
         }
         *have = *len;
-    } else if (largest != NULL && align <= HK_OS_PAGE) {
+    } else if (largest != NULL && grow) {
         addr = largest->addr;
         *have = largest->size;
         cache_bytes -= largest->size;
@@ -230,8 +230,10 @@ size_t hk_huge_cache_purge(bool all)
     struct victims v;
     v.n = 0;
     hk_huge_spares_release(); /* to the cache, where they expire */
-    if (all) /* the profiler's free sample slots (8 MiB kept otherwise) */
+    if (all) { /* the profiler's free sample slots (8 MiB kept otherwise) */
         hk_heap_sample_slots_release();
+        hk_huge_chunk_trim();
+    }
     pthread_mutex_lock(&cache_lock);
     expire(hk_clock_ms(), all, &v);
     pthread_mutex_unlock(&cache_lock);

@@ -738,13 +738,20 @@ size_t hk_huge_inside(const void *p);       /* hardened build: secure.c */
 
 /* ---- the cache of freed huge ranges (huge_cache.c) ----------------------- */
 
-uintptr_t hk_huge_cache_take(size_t *len, size_t align, size_t *have);
+uintptr_t hk_huge_cache_take(size_t *len, size_t align, bool grow, size_t *have);
+bool hk_huge_chunk_serves(size_t len); /* hk_huge_chunk_carve would try */
 void hk_huge_cache_put(uintptr_t addr, size_t len);
 size_t hk_huge_cache_purge(bool all);
 void hk_huge_cache_shrink(void); /* to its bound, which may have shrunk */
 bool hk_huge_cache_pending(void);
 size_t hk_huge_cache_held(uint64_t *ranges); /* bytes cached (statistics) */
 size_t hk_huge_cache_freed(const void *p); /* hardened build: secure.c */
+uintptr_t hk_huge_chunk_carve(size_t len); /* 0: map it apart */
+bool hk_huge_chunk_extend(uintptr_t addr, size_t have, size_t len);
+void hk_huge_chunk_trim(void); /* the rest's memory, resident ahead of use, back */
+void hk_huge_chunk_lock(void);
+void hk_huge_chunk_unlock(void);
+void hk_huge_chunk_reset_lock(void);
 void hk_huge_cache_lock(void);
 void hk_huge_cache_unlock(void);
 void hk_huge_cache_reset_lock(void);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocator.h"
 #include "check.h"
 #include "rss.h"
 
@@ -48,15 +49,6 @@ static bool kernel_makes_huge_pages(void)
 	return strstr(line, "[never]") == NULL;
 }
 
-static bool hakmem_asks(void)
-{
-	const char *thp = getenv("HAKMEM_THP");
-	if (thp != NULL && *thp != '\0')
-		return strcmp(thp, "0") != 0;
-	const char *profile = getenv("HAKMEM_PROFILE");
-	return profile == NULL || strcmp(profile, "lean") != 0;
-}
-
 /* Allocate `bytes` of small blocks and write them: returns the blocks. */
 static void **fill(size_t bytes)
 {
@@ -82,8 +74,7 @@ static void drain(void **p, size_t bytes)
 int main(void)
 {
 	check_init("thp");
-	const char *allocator = getenv("TEST_ALLOCATOR");
-	if (allocator == NULL || strcmp(allocator, "hakmem") != 0) {
+	if (!testing_hakmem()) {
 		check_skip("huge pages are hakmem's policy, not glibc's");
 		return check_finish();
 	}
@@ -100,7 +91,7 @@ int main(void)
 	size_t big = 64 * MiB;
 	void **p = fill(big);
 	size_t first = anon_huge_bytes();
-	if (hakmem_asks())
+	if (hakmem_asks_huge_pages())
 		CHECKF(first > 0, "64 MiB of %d-byte blocks: no huge page", BLOCK);
 	else
 		CHECKF(first == 0, "huge pages off, yet %zu KiB on them", first >> 10);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "allocator.h"
 #include "blocks.h"
 #include "check.h"
 #include "rss.h"
@@ -119,8 +120,7 @@ static void test_other_thread(size_t size, size_t total)
 	       "%zu MiB of %zu-byte blocks freed by a live thread, then malloc_trim: "
 	       "RSS %zu MiB -> %zu MiB -> %zu MiB", total / MiB, size, before / MiB,
 	       freed / MiB, after / MiB);
-	const char *allocator = getenv("TEST_ALLOCATOR");
-	if (allocator != NULL && strcmp(allocator, "hakmem") == 0)
+	if (testing_hakmem())
 		CHECKF(again == 0, "malloc_trim with nothing freed since returned 1");
 	pthread_barrier_destroy(&w.freed);
 	pthread_barrier_destroy(&w.trimmed);

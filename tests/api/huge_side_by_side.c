@@ -1,0 +1,143 @@
+/*
+ * huge_side_by_side.c: huge blocks of 2 MiB and more are carved side by
+ * side from chunks on transparent huge pages (huge_chunk.c), so a block
+ * that does not end on a 2 MiB boundary shares its last huge page with the
+ * next block, and a program that writes its blocks whole faults them in by
+ * 2 MiB, not by 4 KiB from the last 2 MiB boundary on.
+ *
+ * Eight blocks of 2.625 MiB, every page written: a block in a mapping of
+ * its own would fault its last 640 KiB by 4 KiB pages (160 faults, 1280 in
+ * all); side by side, the eight take 11 huge pages and a few faults.
+ * After free and malloc_trim the memory is given back, the chunk's huge
+ * page ahead of use included (the last block's end faulted in 1 MiB past
+ * it).  A realloc of the block carved last grows in place into the chunk,
+ * one of another block moves; both keep their bytes.
+ *
+ * Skipped against glibc, where hakmem asks for no huge page (lean,
+ * HAKMEM_THP=0), and where the kernel makes none for a mapping that asks
+ * (THP off, or no free 2 MiB page).
+ */
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "allocator.h"
+#include "check.h"
+#include "rss.h"
+
+#define BLOCKS 8
+#define BLOCK_SIZE (2 * MiB + 640 * 1024)
+#define PAGE 4096
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+/* The kernel backs a 2 MiB-aligned range advised MADV_HUGEPAGE with one
+ * huge page: one fault for 2 MiB written. */
+static bool kernel_gives_huge_pages(void)
+{
+	size_t len = 4 * MiB;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return false;
+	char *a = (char *)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	bool yes = madvise(a, 2 * MiB, MADV_HUGEPAGE) == 0;
+	long before = minor_faults();
+	for (size_t off = 0; yes && off < 2 * MiB; off += PAGE)
+		a[off] = 1;
+	yes = yes && minor_faults() - before <= 4;
+	munmap(m, len);
+	return yes;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t off = 0; off < n; off += PAGE)
+		p[off] = (unsigned char)(seed + off / PAGE);
+	p[n - 1] = (unsigned char)seed;
+}
+
+static bool intact(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t off = 0; off < n; off += PAGE)
+		if (p[off] != (unsigned char)(seed + off / PAGE))
+			return false;
+	return p[n - 1] == (unsigned char)seed;
+}
+
+int main(void)
+{
+	check_init("huge_side_by_side");
+	if (!testing_hakmem()) {
+		check_skip("huge pages are hakmem's policy, not glibc's");
+		return check_finish();
+	}
+	if (!hakmem_asks_huge_pages()) {
+		check_skip("hakmem asks for no huge page here");
+		return check_finish();
+	}
+	if (!kernel_gives_huge_pages()) {
+		check_skip("the kernel makes no huge page for a range that asks");
+		return check_finish();
+	}
+	size_t start = rss_bytes();
+
+	unsigned char *p[BLOCKS];
+	long before = minor_faults();
+	for (int i = 0; i < BLOCKS; i++) {
+		p[i] = malloc(BLOCK_SIZE);
+		if (!CHECK(p[i] != NULL))
+			return check_finish();
+		fill(p[i], BLOCK_SIZE, (unsigned)i);
+	}
+	long faults = minor_faults() - before;
+	long alone = BLOCKS * (long)((BLOCK_SIZE - 2 * MiB) / PAGE);
+	CHECKF(faults < alone / 4, "%d blocks of %zu KiB written: %ld faults (%ld on their own)",
+	       BLOCKS, (size_t)BLOCK_SIZE >> 10, faults, alone);
+	for (int i = 0; i < BLOCKS; i++)
+		CHECKF(intact(p[i], BLOCK_SIZE, (unsigned)i), "block %d lost its bytes", i);
+
+	for (int i = 0; i < BLOCKS; i++)
+		free(p[i]);
+	malloc_trim(0);
+	size_t trimmed = rss_bytes();
+	CHECKF(trimmed <= start + MiB, "after malloc_trim: RSS %zu KiB, %zu KiB at the start",
+	       trimmed >> 10, start >> 10);
+
+	/* The block carved last grows into the chunk, in place; one with a
+	 * neighbour moves.  Both keep their bytes. */
+	unsigned char *q[2];
+	for (int i = 0; i < 2; i++) {
+		q[i] = malloc(BLOCK_SIZE);
+		if (!CHECK(q[i] != NULL))
+			return check_finish();
+		fill(q[i], BLOCK_SIZE, 10u + (unsigned)i);
+	}
+	unsigned char *last = realloc(q[1], 2 * BLOCK_SIZE);
+	if (CHECK(last != NULL)) {
+		CHECKF(last == q[1], "the last block moved: %p -> %p", (void *)q[1], (void *)last);
+		CHECK(intact(last, BLOCK_SIZE, 11));
+		q[1] = last;
+	}
+	unsigned char *first = realloc(q[0], 3 * BLOCK_SIZE);
+	if (CHECK(first != NULL)) {
+		CHECK(intact(first, BLOCK_SIZE, 10));
+		fill(first, 3 * BLOCK_SIZE, 99);
+		CHECK(intact(first, 3 * BLOCK_SIZE, 99));
+		q[0] = first;
+	}
+	free(q[0]);
+	free(q[1]);
+	printf("%d blocks of %zu KiB written: %ld faults; RSS %zu KiB at the start, %zu KiB after "
+	       "malloc_trim\n",
+	       BLOCKS, (size_t)BLOCK_SIZE >> 10, faults, start >> 10, trimmed >> 10);
+	return check_finish();
+}
