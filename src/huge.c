@@ -171,7 +171,7 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
      * with mremap would fault its new part by 4 KiB (from its last huge
      * page's edge): when nothing cached fits, the largest cached range is
      * given back for a carved one, which the program's RSS sees as growth. */
-    bool carve = huge_pages(len) && align == HK_OS_PAGE && hk_huge_chunk_serves(len);
+    bool carve = align == HK_OS_PAGE && hk_huge_chunk_serves(len);
     size_t have;
     uintptr_t addr = hk_huge_cache_take(&len, align, align == HK_OS_PAGE, &have);
     if (addr != 0 && have < len && carve) {

@@ -1,17 +1,22 @@
 /*
- * Fresh address space for huge blocks of 2 MiB and more, carved one after
- * another from a chunk advised MADV_HUGEPAGE.  A block in a mapping of its
- * own ends in a part of a 2 MiB page that the mapping does not cover, which
- * the kernel backs with 4 KiB pages, a fault each (about 20 us on this
- * project's VM); carved side by side, a block's last 2 MiB page is also
- * its neighbour's first, and the whole block faults in by 2 MiB.  The
- * chunk's uncarved rest is address space, not memory: at most the one
- * huge page a block's end shares with it is resident ahead of use.
+ * Fresh address space for huge blocks, carved one after another from a
+ * chunk advised MADV_HUGEPAGE.  A block in a mapping of its own ends in a
+ * part of a 2 MiB page that the mapping does not cover, which the kernel
+ * backs with 4 KiB pages, a fault each (about 20 us on this project's VM);
+ * carved side by side, a block's last 2 MiB page is also its neighbour's
+ * first, and the whole block faults in by 2 MiB.  The chunk's uncarved
+ * rest is address space, not memory: at most the one huge page a block's
+ * end shares with it is resident ahead of use.
+ *
+ * A block of 2 MiB or more opens a chunk; smaller huge blocks (512 KiB up)
+ * join one that is open, but open none: a program whose biggest buffers
+ * are 1 MiB keeps them on 4 KiB pages and is not rounded up to 2 MiB.
  *
  * Where address space is limited (RLIMIT_AS) or every mapped byte is
  * charged (strict overcommit), the chunk's unused rest would cost what the
- * program may need elsewhere: there, as for blocks above a quarter of a
- * chunk, each block has its own mapping (huge.c).
+ * program may need elsewhere: there, as where huge pages are off
+ * (HAKMEM_THP=0, lean) and for blocks above a quarter of a chunk, each
+ * block has its own mapping (huge.c).
  */
 #include <pthread.h>
 #include <sys/resource.h>
@@ -23,13 +28,14 @@
 static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t chunk_start, chunk_next, chunk_end; /* the uncarved rest: [next, end) */
 static int chunk_allowed = -1;          /* -1: not decided yet */
+static _Atomic bool chunk_opened;       /* a chunk was mapped: never false again */
 
 static bool allowed(void)
 {
     if (chunk_allowed < 0) {
         struct rlimit as;
         bool unlimited = getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY;
-        chunk_allowed = unlimited && !hk_os_strict_overcommit();
+        chunk_allowed = unlimited && !hk_os_strict_overcommit() && hk_config.thp_from != 0;
     }
     return chunk_allowed;
 }
@@ -44,6 +50,7 @@ static bool new_chunk(void)
     hk_os_huge_pages(p, CHUNK_SIZE, true);
     if (chunk_end > chunk_next)
         hk_os_unmap((void *)chunk_next, chunk_end - chunk_next);
+    atomic_store_explicit(&chunk_opened, true, memory_order_relaxed);
     chunk_start = chunk_next = (uintptr_t)p;
     chunk_end = chunk_next + CHUNK_SIZE;
     return true;
@@ -51,7 +58,9 @@ static bool new_chunk(void)
 
 bool hk_huge_chunk_serves(size_t len)
 {
-    return len <= CHUNK_SIZE / 4 && allowed();
+    if (len > CHUNK_SIZE / 4 || !allowed())
+        return false;
+    return len >= HK_OS_HUGE_PAGE || atomic_load_explicit(&chunk_opened, memory_order_relaxed);
 }
 
 /* A fresh range of len bytes (a multiple of the OS page), zero; 0 if no

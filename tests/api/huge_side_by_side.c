@@ -1,9 +1,10 @@
 /*
- * huge_side_by_side.c: huge blocks of 2 MiB and more are carved side by
- * side from chunks on transparent huge pages (huge_chunk.c), so a block
- * that does not end on a 2 MiB boundary shares its last huge page with the
- * next block, and a program that writes its blocks whole faults them in by
- * 2 MiB, not by 4 KiB from the last 2 MiB boundary on.
+ * huge_side_by_side.c: huge blocks are carved side by side from chunks on
+ * transparent huge pages (huge_chunk.c), so a block that does not end on a
+ * 2 MiB boundary shares its last huge page with the next block, and a
+ * program that writes its blocks whole faults them in by 2 MiB, not by
+ * 4 KiB from the last 2 MiB boundary on.  A block of 2 MiB or more opens a
+ * chunk; a first block of 1 MiB stays on 4 KiB pages, later ones join.
  *
  * Eight blocks of 2.625 MiB, every page written: a block in a mapping of
  * its own would fault its last 640 KiB by 4 KiB pages (160 faults, 1280 in
@@ -90,8 +91,19 @@ int main(void)
 	}
 	size_t start = rss_bytes();
 
-	unsigned char *p[BLOCKS];
+	/* Before any block of 2 MiB, one of 1 MiB opens no chunk: on 4 KiB
+	 * pages, it is not rounded up to 2 MiB. */
 	long before = minor_faults();
+	unsigned char *alone_block = malloc(MiB);
+	if (!CHECK(alone_block != NULL))
+		return check_finish();
+	fill(alone_block, MiB, 7);
+	long alone_faults = minor_faults() - before;
+	CHECKF(alone_faults >= (long)(MiB / PAGE) / 2, "a first 1 MiB block: %ld faults, not on "
+	       "4 KiB pages", alone_faults);
+
+	unsigned char *p[BLOCKS];
+	before = minor_faults();
 	for (int i = 0; i < BLOCKS; i++) {
 		p[i] = malloc(BLOCK_SIZE);
 		if (!CHECK(p[i] != NULL))
@@ -104,6 +116,25 @@ int main(void)
 	       BLOCKS, (size_t)BLOCK_SIZE >> 10, faults, alone);
 	for (int i = 0; i < BLOCKS; i++)
 		CHECKF(intact(p[i], BLOCK_SIZE, (unsigned)i), "block %d lost its bytes", i);
+
+	/* Blocks of 1 MiB join the open chunk: two fill a huge page or two. */
+	before = minor_faults();
+	unsigned char *pair[2];
+	for (int i = 0; i < 2; i++) {
+		pair[i] = malloc(MiB);
+		if (!CHECK(pair[i] != NULL))
+			return check_finish();
+		fill(pair[i], MiB, 20u + (unsigned)i);
+	}
+	long pair_faults = minor_faults() - before;
+	CHECKF(pair_faults < (long)(MiB / PAGE) / 4, "two 1 MiB blocks after the chunk opened: %ld "
+	       "faults", pair_faults);
+	for (int i = 0; i < 2; i++) {
+		CHECK(intact(pair[i], MiB, 20u + (unsigned)i));
+		free(pair[i]);
+	}
+	CHECK(intact(alone_block, MiB, 7));
+	free(alone_block);
 
 	for (int i = 0; i < BLOCKS; i++)
 		free(p[i]);
