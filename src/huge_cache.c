@@ -47,14 +47,18 @@ static void drop(struct range *c, struct victims *v)
     c->addr = 0;
 }
 
-/* Returns the bytes unmapped. */
-static size_t unmap_victims(const struct victims *v)
+/* Returns the bytes unmapped.  `emptied`: they were the last cached: the
+ * program's huge demand fell, and the huge page a chunk's rest shares with
+ * its last block goes back too. */
+static size_t unmap_victims(const struct victims *v, bool emptied)
 {
     size_t bytes = 0;
     for (size_t i = 0; i < v->n; i++) {
         hk_os_unmap((void *)v->r[i].addr, v->r[i].size);
         bytes += v->r[i].size;
     }
+    if (emptied && v->n != 0)
+        hk_huge_chunk_trim();
     return bytes;
 }
 
@@ -145,7 +149,7 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, bool grow, size_t *have)
     if (best == NULL)
         note_miss(now);
     pthread_mutex_unlock(&cache_lock);
-    unmap_victims(&v);
+    unmap_victims(&v, false);
     if (addr != 0)
         hk_stat_add(&hk_os_stats.huge_cache_hits, 1);
     return addr;
@@ -199,8 +203,9 @@ void hk_huge_cache_put(uintptr_t addr, size_t len)
         *unused_slot() = (struct range){addr, len, now};
         cache_bytes += len;
     }
+    bool emptied = cache_bytes == 0;
     pthread_mutex_unlock(&cache_lock);
-    unmap_victims(&v);
+    unmap_victims(&v, emptied);
 }
 
 #ifdef HK_SECURE
@@ -230,14 +235,15 @@ size_t hk_huge_cache_purge(bool all)
     struct victims v;
     v.n = 0;
     hk_huge_spares_release(); /* to the cache, where they expire */
-    if (all) { /* the profiler's free sample slots (8 MiB kept otherwise) */
+    if (all) /* the profiler's free sample slots (8 MiB kept otherwise) */
         hk_heap_sample_slots_release();
-        hk_huge_chunk_trim();
-    }
     pthread_mutex_lock(&cache_lock);
     expire(hk_clock_ms(), all, &v);
+    bool emptied = cache_bytes == 0;
     pthread_mutex_unlock(&cache_lock);
-    size_t bytes = unmap_victims(&v);
+    size_t bytes = unmap_victims(&v, emptied);
+    if (all)
+        hk_huge_chunk_trim();
     hk_stat_add(&hk_os_stats.purged_bytes, bytes);
     return bytes;
 }
@@ -252,8 +258,9 @@ void hk_huge_cache_shrink(void)
     size_t limit = bound();
     while (cache_bytes > limit)
         drop(oldest_range(), &v);
+    bool emptied = cache_bytes == 0;
     pthread_mutex_unlock(&cache_lock);
-    hk_stat_add(&hk_os_stats.purged_bytes, unmap_victims(&v));
+    hk_stat_add(&hk_os_stats.purged_bytes, unmap_victims(&v, emptied));
 }
 
 bool hk_huge_cache_pending(void)

@@ -92,15 +92,19 @@ bool hk_huge_chunk_extend(uintptr_t addr, size_t have, size_t len)
 }
 
 /* The rest's first huge page may be resident (faulted in with the end of
- * the block carved before it): given back, for malloc_trim. */
+ * the block carved before it): given back, by malloc_trim or when the huge
+ * cache has emptied (once per carve: a program that keeps freeing a huge
+ * block the cache cannot hold pays no system call for it). */
 void hk_huge_chunk_trim(void)
 {
+    static uintptr_t trimmed; /* chunk_next at the last trim: nothing new since */
     pthread_mutex_lock(&chunk_lock);
     uintptr_t edge = (chunk_next + HK_OS_HUGE_PAGE - 1) & ~(HK_OS_HUGE_PAGE - 1);
     if (edge > chunk_end)
         edge = chunk_end;
-    if (edge > chunk_next)
+    if (edge > chunk_next && chunk_next != trimmed)
         hk_os_purge((void *)chunk_next, edge - chunk_next);
+    trimmed = chunk_next;
     pthread_mutex_unlock(&chunk_lock);
 }
 

@@ -12,19 +12,24 @@
  * After free and malloc_trim the memory is given back, the chunk's huge
  * page ahead of use included (the last block's end faulted in 1 MiB past
  * it).  A realloc of the block carved last grows in place into the chunk,
- * one of another block moves; both keep their bytes.
+ * one of another block moves; both keep their bytes.  With a second
+ * thread alive, blocks freed by a program that then only sleeps go back
+ * to the system, the chunk's huge page ahead of use with them (not under
+ * HAKMEM_PROFILE=speed, which has no purger).
  *
  * Skipped against glibc, where hakmem asks for no huge page (lean,
  * HAKMEM_THP=0), and where the kernel makes none for a mapping that asks
  * (THP off, or no free 2 MiB page).
  */
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "allocator.h"
 #include "check.h"
@@ -72,6 +77,70 @@ static bool intact(const unsigned char *p, size_t n, unsigned seed)
 		if (p[off] != (unsigned char)(seed + off / PAGE))
 			return false;
 	return p[n - 1] == (unsigned char)seed;
+}
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
+static bool done;
+
+/* A second thread of the program that allocates, so that hakmem's purger
+ * runs: it waits for the end of the test. */
+static void *second_thread(void *arg)
+{
+	free(malloc(64)); /* a heap of its own: two threads allocate */
+	pthread_mutex_lock(&lock);
+	while (!done)
+		pthread_cond_wait(&done_cond, &lock);
+	pthread_mutex_unlock(&lock);
+	return arg;
+}
+
+/* Blocks written, freed, then only sleep: the purger gives the cached
+ * blocks back once they waited (huge_cache_ms), and with the last of them
+ * the chunk's huge page ahead of use. */
+static void idle_release(void)
+{
+	const char *profile = getenv("HAKMEM_PROFILE");
+	if (profile != NULL && strcmp(profile, "speed") == 0)
+		return; /* no purger, by design */
+	pthread_t t;
+	if (!CHECK(pthread_create(&t, NULL, second_thread, NULL) == 0))
+		return;
+	/* A huge block freed schedules a purge; the next huge malloc then
+	 * starts the purger (from malloc, where starting a thread is safe). */
+	free(malloc(BLOCK_SIZE));
+	malloc_trim(0);
+	size_t base = rss_bytes();
+	/* Blocks carved side by side, the last one (1 MiB ones added until it
+	 * is so) ending at most 1 MiB past a 2 MiB boundary: the huge page
+	 * there reaches 1 MiB or more into the chunk's rest. */
+	unsigned char *p[BLOCKS + 3];
+	int n = 0;
+	while (n < BLOCKS + 3) {
+		size_t size = n < BLOCKS ? BLOCK_SIZE : MiB;
+		p[n] = malloc(size);
+		if (!CHECK(p[n] != NULL))
+			break;
+		fill(p[n], size, (unsigned)n);
+		size_t past = ((uintptr_t)p[n++] + size) % (2 * MiB);
+		if (n >= BLOCKS && past != 0 && past <= MiB)
+			break;
+	}
+	for (int i = 0; i < n; i++)
+		free(p[i]);
+	size_t now = rss_bytes();
+	for (int waited = 0; now > base + 512 * 1024 && waited < 10000; waited += 100) {
+		struct timespec ts = {0, 100 * 1000000L};
+		nanosleep(&ts, NULL);
+		now = rss_bytes();
+	}
+	CHECKF(now <= base + 512 * 1024, "idle after free: RSS %zu KiB, %zu KiB before", now >> 10,
+	       base >> 10);
+	pthread_mutex_lock(&lock);
+	done = true;
+	pthread_cond_signal(&done_cond);
+	pthread_mutex_unlock(&lock);
+	pthread_join(t, NULL);
 }
 
 int main(void)
@@ -167,6 +236,8 @@ int main(void)
 	}
 	free(q[0]);
 	free(q[1]);
+
+	idle_release();
 	printf("%d blocks of %zu KiB written: %ld faults; RSS %zu KiB at the start, %zu KiB after "
 	       "malloc_trim\n",
 	       BLOCKS, (size_t)BLOCK_SIZE >> 10, faults, start >> 10, trimmed >> 10);
