@@ -172,13 +172,9 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
      * page's edge): when nothing cached fits, the largest cached range is
      * given back for a carved one, which the program's RSS sees as growth. */
     bool carve = align == HK_OS_PAGE && hk_huge_chunk_serves(len);
+    enum hk_take mode = align != HK_OS_PAGE ? HK_TAKE_FIT : carve ? HK_TAKE_RENEW : HK_TAKE_GROW;
     size_t have;
-    uintptr_t addr = hk_huge_cache_take(&len, align, align == HK_OS_PAGE, &have);
-    if (addr != 0 && have < len && carve) {
-        hk_os_unmap((void *)addr, have);
-        hk_stat_add(&hk_os_stats.purged_bytes, have);
-        addr = 0;
-    }
+    uintptr_t addr = hk_huge_cache_take(&len, align, mode, &have);
     if (addr != 0 && have < len) {
         void *grown = resize((void *)addr, have, len);
         /* mremap refuses a range that spans mappings (the cache merged

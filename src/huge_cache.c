@@ -99,11 +99,13 @@ static void note_miss(uint64_t now)
 }
 
 /* A cached range for a block of *len bytes starting at a multiple of align,
- * or 0.  The best fit is split (a rest too small to keep grows *len); when
- * no range is large enough and the caller can grow one (grow), the largest
- * one is returned with its size in *have < *len, for the caller to grow
- * with mremap: its pages stay resident and only the new part is faulted in. */
-uintptr_t hk_huge_cache_take(size_t *len, size_t align, bool grow, size_t *have)
+ * or 0.  The best fit is split (a rest too small to keep grows *len).  When
+ * no range is large enough: HK_TAKE_GROW returns the largest one with its
+ * size in *have < *len, for the caller to grow with mremap (its pages stay
+ * resident, only the new part is faulted in); HK_TAKE_RENEW gives the
+ * largest back to the OS, for the caller to map the block anew (RSS then
+ * grows as by HK_TAKE_GROW); HK_TAKE_FIT leaves the cache as it is. */
+uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_t *have)
 {
     struct victims v;
     v.n = 0; /* only n: the ranges are written as they come */
@@ -121,6 +123,7 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, bool grow, size_t *have)
         if (largest == NULL || c->size > largest->size)
             largest = c;
     }
+    bool grow = mode == HK_TAKE_GROW;
 #ifdef HK_SECURE
     if (best != NULL || (largest != NULL && grow))
         hk_secure_huge_taken((void *)(best ? best : largest)->addr, (best ? best : largest)->size);
@@ -148,8 +151,13 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, bool grow, size_t *have)
     }
     if (best == NULL)
         note_miss(now);
+    /* Not an eviction for note_miss: counted as one, the owner's part
+     * grows to huge_cache_bytes (bench large: peak RSS +14%, 0.88 the
+     * speed; large-5m 1.21 the speed). */
+    if (best == NULL && largest != NULL && mode == HK_TAKE_RENEW)
+        drop(largest, &v);
     pthread_mutex_unlock(&cache_lock);
-    unmap_victims(&v, false);
+    hk_stat_add(&hk_os_stats.purged_bytes, unmap_victims(&v, false));
     if (addr != 0)
         hk_stat_add(&hk_os_stats.huge_cache_hits, 1);
     return addr;

@@ -738,7 +738,8 @@ size_t hk_huge_inside(const void *p);       /* hardened build: secure.c */
 
 /* ---- the cache of freed huge ranges (huge_cache.c) ----------------------- */
 
-uintptr_t hk_huge_cache_take(size_t *len, size_t align, bool grow, size_t *have);
+enum hk_take { HK_TAKE_FIT, HK_TAKE_GROW, HK_TAKE_RENEW }; /* when nothing fits */
+uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_t *have);
 bool hk_huge_chunk_serves(size_t len); /* hk_huge_chunk_carve would try */
 void hk_huge_cache_put(uintptr_t addr, size_t len);
 size_t hk_huge_cache_purge(bool all);
