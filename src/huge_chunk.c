@@ -27,17 +27,21 @@
 
 static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t chunk_start, chunk_next, chunk_end; /* the uncarved rest: [next, end) */
-static int chunk_allowed = -1;          /* -1: not decided yet */
+static _Atomic int chunk_allowed = -1;  /* -1: not decided yet */
 static _Atomic bool chunk_opened;       /* a chunk was mapped: never false again */
 
+/* Decided at the first huge allocation (a limit set later leaves the
+ * chunk mapped, as it does the arenas). */
 static bool allowed(void)
 {
-    if (chunk_allowed < 0) {
+    int a = atomic_load_explicit(&chunk_allowed, memory_order_relaxed);
+    if (a < 0) {
         struct rlimit as;
         bool unlimited = getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY;
-        chunk_allowed = unlimited && !hk_os_strict_overcommit() && hk_config.thp_from != 0;
+        a = unlimited && !hk_os_strict_overcommit() && hk_config.thp_from != 0;
+        atomic_store_explicit(&chunk_allowed, a, memory_order_relaxed);
     }
-    return chunk_allowed;
+    return a;
 }
 
 /* A new chunk in place of the current one, whose rest is unmapped. */
