@@ -23,7 +23,7 @@
 
 #include "internal.h"
 
-#define CHUNK_SIZE ((size_t)64 << 20)
+#define CHUNK_SIZE ((size_t)256 << 20) /* address space: only what blocks touch is memory */
 
 static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t chunk_start, chunk_next, chunk_end; /* the uncarved rest: [next, end) */
