@@ -205,11 +205,9 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
         return (void *)addr;
     }
 
-    bool thp = huge_pages(len);
     void *p = carve ? (void *)hk_huge_chunk_carve(len) : NULL;
-    if (p != NULL)
-        thp = false; /* advised with its chunk */
-    else if (thp && align < HK_OS_HUGE_PAGE)
+    bool thp = p == NULL && huge_pages(len); /* a chunk is advised already */
+    if (thp && align < HK_OS_HUGE_PAGE)
         align = HK_OS_HUGE_PAGE;
     if (p == NULL)
         p = hk_os_map_aligned(len, align, &len);

@@ -249,8 +249,8 @@ size_t hk_huge_cache_purge(bool all)
     expire(hk_clock_ms(), all, &v);
     bool emptied = cache_bytes == 0;
     pthread_mutex_unlock(&cache_lock);
-    size_t bytes = unmap_victims(&v, emptied);
-    if (all)
+    size_t bytes = unmap_victims(&v, emptied && !all);
+    if (all) /* whether or not anything was cached */
         hk_huge_chunk_trim();
     hk_stat_add(&hk_os_stats.purged_bytes, bytes);
     return bytes;
