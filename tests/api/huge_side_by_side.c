@@ -79,6 +79,19 @@ static bool intact(const unsigned char *p, size_t n, unsigned seed)
 	return p[n - 1] == (unsigned char)seed;
 }
 
+/* n blocks of size bytes into p, block i written whole with seed + i;
+ * false (a failed check) when malloc fails. */
+static bool alloc_filled(unsigned char **p, int n, size_t size, unsigned seed)
+{
+	for (int i = 0; i < n; i++) {
+		p[i] = malloc(size);
+		if (!CHECK(p[i] != NULL))
+			return false;
+		fill(p[i], size, seed + (unsigned)i);
+	}
+	return true;
+}
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done_cond = PTHREAD_COND_INITIALIZER;
 static bool done;
@@ -173,12 +186,8 @@ int main(void)
 
 	unsigned char *p[BLOCKS];
 	before = minor_faults();
-	for (int i = 0; i < BLOCKS; i++) {
-		p[i] = malloc(BLOCK_SIZE);
-		if (!CHECK(p[i] != NULL))
-			return check_finish();
-		fill(p[i], BLOCK_SIZE, (unsigned)i);
-	}
+	if (!alloc_filled(p, BLOCKS, BLOCK_SIZE, 0))
+		return check_finish();
 	long faults = minor_faults() - before;
 	long alone = BLOCKS * (long)((BLOCK_SIZE - 2 * MiB) / PAGE);
 	CHECKF(faults < alone / 4, "%d blocks of %zu KiB written: %ld faults (%ld on their own)",
@@ -189,12 +198,8 @@ int main(void)
 	/* Blocks of 1 MiB join the open chunk: two fill a huge page or two. */
 	before = minor_faults();
 	unsigned char *pair[2];
-	for (int i = 0; i < 2; i++) {
-		pair[i] = malloc(MiB);
-		if (!CHECK(pair[i] != NULL))
-			return check_finish();
-		fill(pair[i], MiB, 20u + (unsigned)i);
-	}
+	if (!alloc_filled(pair, 2, MiB, 20))
+		return check_finish();
 	long pair_faults = minor_faults() - before;
 	CHECKF(pair_faults < (long)(MiB / PAGE) / 4, "two 1 MiB blocks after the chunk opened: %ld "
 	       "faults", pair_faults);
@@ -215,12 +220,8 @@ int main(void)
 	/* The block carved last grows into the chunk, in place; one with a
 	 * neighbour moves.  Both keep their bytes. */
 	unsigned char *q[2];
-	for (int i = 0; i < 2; i++) {
-		q[i] = malloc(BLOCK_SIZE);
-		if (!CHECK(q[i] != NULL))
-			return check_finish();
-		fill(q[i], BLOCK_SIZE, 10u + (unsigned)i);
-	}
+	if (!alloc_filled(q, 2, BLOCK_SIZE, 10))
+		return check_finish();
 	unsigned char *last = realloc(q[1], 2 * BLOCK_SIZE);
 	if (CHECK(last != NULL)) {
 		CHECKF(last == q[1], "the last block moved: %p -> %p", (void *)q[1], (void *)last);

@@ -13,12 +13,10 @@
  * from blocks of a thread that keeps them; each bad free runs in a child.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -73,9 +71,8 @@ static void expect_abort(const struct bad_free *d)
 	if (!CHECK(run_in_child(bad_free, (void *)d, 10, &r) == 0))
 		return;
 	char how[64];
-	int ok = WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
-		 invalid_pointer_line(r.err, "free", NULL);
-	CHECKF(ok, "free of %s (another thread's %zu-byte block's arena): child %s, stderr \"%s\"",
+	CHECKF(ended_on_invalid_pointer(&r, "free"),
+	       "free of %s (another thread's %zu-byte block's arena): child %s, stderr \"%s\"",
 	       d->what, d->size, describe_status(r.status, how, sizeof how), r.err);
 }
 

@@ -12,11 +12,9 @@
  * bad free runs in a child process, after the block's neighbour was
  * allocated so that the page stays in use.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "check.h"
 #include "child.h"
@@ -55,10 +53,8 @@ static void expect_abort(const struct bad_free *d)
 	if (!CHECK(run_in_child(bad_free, (void *)d, 10, &r) == 0))
 		return;
 	char how[64];
-	int ok = WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGABRT &&
-		 invalid_pointer_line(r.err, d->call, NULL);
-	CHECKF(ok, "%zu-byte block, %s() %s: child %s, stderr \"%s\"", d->size, d->call,
-	       d->offset ? "at an address inside it" : "after free()",
+	CHECKF(ended_on_invalid_pointer(&r, d->call), "%zu-byte block, %s() %s: child %s, stderr \"%s\"",
+	       d->size, d->call, d->offset ? "at an address inside it" : "after free()",
 	       describe_status(r.status, how, sizeof how), r.err);
 }
 

@@ -116,3 +116,9 @@ bool invalid_pointer_line(const char *err, const char *call, uintmax_t *address)
 		*address = value;
 	return true;
 }
+
+bool ended_on_invalid_pointer(const struct child_result *r, const char *call)
+{
+	return WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGABRT &&
+	       invalid_pointer_line(r->err, call, NULL);
+}

@@ -36,6 +36,10 @@ bool wait_child_ms(int pid, unsigned timeout_ms, int *status);
  * *address when that is not NULL. */
 bool invalid_pointer_line(const char *err, const char *call, uintmax_t *address);
 
+/* Did the child end as hakmem ends on a pointer it did not hand out to
+ * `call`: SIGABRT after exactly the invalid-pointer line (any address)? */
+bool ended_on_invalid_pointer(const struct child_result *r, const char *call);
+
 /* "exited 3", "killed by SIGABRT", ...: for failure messages. */
 const char *describe_status(int status, char *buf, size_t len);
 
