@@ -34,15 +34,8 @@ HK_ALIAS(malloc, hak_malloc)
 /* A block of class cls: the TLS list's first, or a refill's. */
 static inline void *alloc_from_class(unsigned cls)
 {
-    void **list = &hk_tls.free[cls];
-    void *block = *list;
-    if (HK_LIKELY(block != NULL)) {
-        void *next = hk_next(block);
-        HK_SECURE_TAKEN(block, next, cls);
-        *list = next;
-        return block;
-    }
-    return hk_refill(cls);
+    void *block = hk_tls_pop(cls);
+    return HK_LIKELY(block != NULL) ? block : hk_refill(cls);
 }
 
 HK_NOINLINE void *hk_malloc_slow(size_t size)

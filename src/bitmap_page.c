@@ -191,6 +191,7 @@ HK_NOINLINE void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls)
     h = hk_refill_begin(h, cls);
     if (h == NULL)
         return NULL;
+    hk_purge_poll(); /* nothing taken yet: a malloc there is safe */
     struct hk_page *pg = h->current[cls];
     if (pg != NULL && (pg->used < pg->capacity || hk_arena_page_extend(pg)))
         return hk_bitmap_take(h, pg, cls);

@@ -495,6 +495,19 @@ void hk_purge_fork_child(void);
 /* ---- pages (page.c) ------------------------------------------------------ */
 
 void *hk_refill(unsigned cls);
+/* The first block of class cls's TLS list, taken, as malloc's fast path
+ * takes it; NULL when the list is empty. */
+static inline void *hk_tls_pop(unsigned cls)
+{
+    void **list = &hk_tls.free[cls];
+    void *block = *list;
+    if (block != NULL) {
+        void *next = hk_next(block);
+        HK_SECURE_TAKEN(block, next, cls);
+        *list = next;
+    }
+    return block;
+}
 void hk_page_event(void *block); /* a local free of block brought used to zero */
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
 struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);

@@ -148,7 +148,6 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls)
         }
     }
     hk_count(&h->refills[cls], 1);
-    hk_purge_poll();
     hk_remote_flush();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
         hk_heap_drain_delayed(h);
@@ -252,10 +251,6 @@ static inline void *sampled_hand_out(struct hk_heap *h, struct hk_page *pg, unsi
  * keeps a short frame). */
 static HK_NOINLINE void *refill_general_sampled(struct hk_heap *h, unsigned cls)
 {
-    if (h == NULL && (h = hk_heap_attach()) == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
     uint64_t supplied = h->supplied[cls];
     struct hk_page *pg;
     void *list = refill_take(h, cls, &pg);
@@ -282,12 +277,36 @@ static HK_NOINLINE void *refill_general(struct hk_heap *h, unsigned cls)
     return list == NULL ? NULL : hand_out(pg, list, cls);
 }
 
+/* What comes before a refill takes anything: the thread's heap, and the
+ * purger if a free asked for one.  Both may allocate in this very thread
+ * (pthread_create allocates the new thread's DTV, pthread_setspecific a
+ * key's page), and such a malloc may refill this very class: its blocks
+ * are then on the TLS list, and the first is returned here.  (Made in the
+ * middle of a refill, that malloc's refill was counted in the outer one's
+ * blocks and its list overwritten: a profiled program walked off the end
+ * of a refill's list.)  NULL: refill, from *h. */
+static HK_NOINLINE void *refill_prepare(struct hk_heap **h, unsigned cls)
+{
+    if (*h == NULL && (*h = hk_heap_attach()) == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    hk_purge_poll();
+    return hk_tls_pop(cls);
+}
+
 /* Every refill but the quick one (and every one while sampling): kept
  * small, so that the sampled ones pay no frame for the general one. */
 static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
 {
     if (HK_UNLIKELY(cls == 0))
         hk_fatal("a class was looked up before the class table was built");
+    if (HK_UNLIKELY(h == NULL ||
+                    (atomic_load_explicit(&hk_detour, memory_order_relaxed) & HK_DETOUR_PURGER))) {
+        void *block = refill_prepare(&h, cls);
+        if (block != NULL || h == NULL)
+            return block;
+    }
     if (HK_UNLIKELY(hk_heap_sampling))
         return refill_sampled(h, cls);
     return refill_general(h, cls);
