@@ -169,14 +169,20 @@ static void *huge_alloc(size_t size, size_t align, bool zero, const struct huge_
     hk_purge_poll();
     /* A range from a chunk faults in by 2 MiB where a cached range grown
      * with mremap would fault its new part by 4 KiB (from its last huge
-     * page's edge): when nothing cached fits, the largest cached range is
-     * given back for a carved one, which the program's RSS sees as growth. */
+     * page's edge): when nothing cached fits, the cached range that ends
+     * where the chunk's rest begins grows into it in place (only the
+     * growth is new memory), or, if none ends there, the largest cached
+     * range is given back for a carved one, which the program's RSS sees
+     * as growth. */
     bool carve = align == HK_OS_PAGE && hk_huge_chunk_serves(len);
     enum hk_take mode = align != HK_OS_PAGE ? HK_TAKE_FIT : carve ? HK_TAKE_RENEW : HK_TAKE_GROW;
     size_t have;
     uintptr_t addr = hk_huge_cache_take(&len, align, mode, &have);
     if (addr != 0 && have < len) {
-        void *grown = resize((void *)addr, have, len);
+        /* A renew's range grows into the chunk's rest, unless another
+         * thread carved there first: then the block is carved. */
+        void *grown = !carve ? resize((void *)addr, have, len)
+                      : hk_huge_chunk_extend(addr, have, len) ? (void *)addr : NULL;
         /* mremap refuses a range that spans mappings (the cache merged
          * neighbours that the kernel keeps apart): its pages stay cached,
          * where a smaller block can use them, and this one is mapped anew. */

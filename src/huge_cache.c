@@ -102,8 +102,10 @@ static void note_miss(uint64_t now)
  * or 0.  The best fit is split (a rest too small to keep grows *len).  When
  * no range is large enough: HK_TAKE_GROW returns the largest one with its
  * size in *have < *len, for the caller to grow with mremap (its pages stay
- * resident, only the new part is faulted in); HK_TAKE_RENEW gives the
- * largest back to the OS, for the caller to map the block anew (RSS then
+ * resident, only the new part is faulted in); HK_TAKE_RENEW returns the
+ * range that ends where the chunk's uncarved rest begins, for the caller to
+ * grow into the rest in place, or, if no range ends there, gives the
+ * largest back to the OS, for the caller to carve the block anew (RSS then
  * grows as by HK_TAKE_GROW); HK_TAKE_FIT leaves the cache as it is. */
 uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_t *have)
 {
@@ -113,7 +115,8 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_
     uint64_t now = hk_clock_ms();
     pthread_mutex_lock(&cache_lock);
     expire(now, false, &v);
-    struct range *best = NULL, *largest = NULL;
+    struct range *best = NULL, *largest = NULL, *edge = NULL;
+    uintptr_t chunk = 0, rest = mode == HK_TAKE_RENEW ? hk_huge_chunk_rest(&chunk) : 0;
     for (int i = 0; i < SLOTS; i++) {
         struct range *c = &cache[i];
         if (c->addr == 0 || (c->addr & (align - 1)) != 0)
@@ -122,11 +125,13 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_
             best = c;
         if (largest == NULL || c->size > largest->size)
             largest = c;
+        if (c->addr >= chunk && c->addr + c->size == rest)
+            edge = c;
     }
-    bool grow = mode == HK_TAKE_GROW;
+    struct range *grown = mode == HK_TAKE_GROW ? largest : edge;
 #ifdef HK_SECURE
-    if (best != NULL || (largest != NULL && grow))
-        hk_secure_huge_taken((void *)(best ? best : largest)->addr, (best ? best : largest)->size);
+    if (best != NULL || grown != NULL)
+        hk_secure_huge_taken((void *)(best ? best : grown)->addr, (best ? best : grown)->size);
 #endif
     if (best != NULL) {
         addr = best->addr;
@@ -143,18 +148,18 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_
             best->addr = 0;
         }
         *have = *len;
-    } else if (largest != NULL && grow) {
-        addr = largest->addr;
-        *have = largest->size;
-        cache_bytes -= largest->size;
-        largest->addr = 0;
+    } else if (grown != NULL) {
+        addr = grown->addr;
+        *have = grown->size;
+        cache_bytes -= grown->size;
+        grown->addr = 0;
     }
     if (best == NULL)
         note_miss(now);
     /* Not an eviction for note_miss: counted as one, the owner's part
      * grows to huge_cache_bytes (bench large: peak RSS +14%, 0.88 the
      * speed; large-5m 1.21 the speed). */
-    if (best == NULL && largest != NULL && mode == HK_TAKE_RENEW)
+    if (best == NULL && grown == NULL && largest != NULL && mode == HK_TAKE_RENEW)
         drop(largest, &v);
     pthread_mutex_unlock(&cache_lock);
     hk_stat_add(&hk_os_stats.purged_bytes, unmap_victims(&v, false));

@@ -81,6 +81,17 @@ uintptr_t hk_huge_chunk_carve(size_t len)
     return addr;
 }
 
+/* Where the uncarved rest begins (0: no chunk); *start: where the chunk
+ * does (a range ending at the rest from below it is another mapping). */
+uintptr_t hk_huge_chunk_rest(uintptr_t *start)
+{
+    pthread_mutex_lock(&chunk_lock);
+    uintptr_t rest = chunk_next;
+    *start = chunk_start;
+    pthread_mutex_unlock(&chunk_lock);
+    return rest;
+}
+
 /* [addr, addr + have) grown in place to len bytes if it ends where the
  * uncarved rest begins and the rest is long enough. */
 bool hk_huge_chunk_extend(uintptr_t addr, size_t have, size_t len)
@@ -98,7 +109,9 @@ bool hk_huge_chunk_extend(uintptr_t addr, size_t have, size_t len)
 /* The rest's first huge page may be resident (faulted in with the end of
  * the block carved before it): given back, by malloc_trim or when the huge
  * cache has emptied (once per carve: a program that keeps freeing a huge
- * block the cache cannot hold pays no system call for it). */
+ * block the cache cannot hold pays no system call for it).  The kernel
+ * splits that huge page, so its purged part could only fault back by
+ * 4 KiB: carving goes on at the next one, the part left as address space. */
 void hk_huge_chunk_trim(void)
 {
     static uintptr_t trimmed; /* chunk_next at the last trim: nothing new since */
@@ -106,8 +119,10 @@ void hk_huge_chunk_trim(void)
     uintptr_t edge = (chunk_next + HK_OS_HUGE_PAGE - 1) & ~(HK_OS_HUGE_PAGE - 1);
     if (edge > chunk_end)
         edge = chunk_end;
-    if (edge > chunk_next && chunk_next != trimmed)
+    if (edge > chunk_next && chunk_next != trimmed) {
         hk_os_purge((void *)chunk_next, edge - chunk_next);
+        chunk_next = edge;
+    }
     trimmed = chunk_next;
     pthread_mutex_unlock(&chunk_lock);
 }

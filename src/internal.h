@@ -762,6 +762,7 @@ size_t hk_huge_cache_held(uint64_t *ranges); /* bytes cached (statistics) */
 size_t hk_huge_cache_freed(const void *p); /* hardened build: secure.c */
 uintptr_t hk_huge_chunk_carve(size_t len); /* 0: map it apart */
 bool hk_huge_chunk_extend(uintptr_t addr, size_t have, size_t len);
+uintptr_t hk_huge_chunk_rest(uintptr_t *start); /* where carving goes on */
 void hk_huge_chunk_trim(void); /* the rest's memory, resident ahead of use, back */
 void hk_huge_chunk_lock(void);
 void hk_huge_chunk_unlock(void);

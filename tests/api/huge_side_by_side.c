@@ -12,7 +12,9 @@
  * After free and malloc_trim the memory is given back, the chunk's huge
  * page ahead of use included (the last block's end faulted in 1 MiB past
  * it).  A realloc of the block carved last grows in place into the chunk,
- * one of another block moves; both keep their bytes.  With a second
+ * one of another block moves; both keep their bytes.  A block larger
+ * than every cached range grows the one at the chunk's rest in place.
+ * With a second
  * thread alive, blocks freed by a program that then only sleeps go back
  * to the system, the chunk's huge page ahead of use with them (not under
  * HAKMEM_PROFILE=speed, which has no purger).
@@ -156,6 +158,29 @@ static void idle_release(void)
 	pthread_join(t, NULL);
 }
 
+/* A block larger than every cached range: the one that ends where the
+ * chunk's rest begins grows into the rest in place (its memory is reused,
+ * only the growth is new), where the largest cached range would be
+ * unmapped and the block carved past it. */
+static void grow_at_rest(void)
+{
+	malloc_trim(0); /* nothing cached */
+	unsigned char *r[2];
+	if (!alloc_filled(r, 2, BLOCK_SIZE, 30))
+		return;
+	free(r[1]); /* cached, at the rest */
+	unsigned char *big = malloc(3 * BLOCK_SIZE);
+	if (!CHECK(big != NULL))
+		return;
+	CHECKF(big == r[1], "a block larger than any cached range: at %p, not grown from the cached "
+	       "range at the chunk's rest (%p)", (void *)big, (void *)r[1]);
+	fill(big, 3 * BLOCK_SIZE, 40);
+	CHECK(intact(big, 3 * BLOCK_SIZE, 40));
+	CHECK(intact(r[0], BLOCK_SIZE, 30));
+	free(big);
+	free(r[0]);
+}
+
 int main(void)
 {
 	check_init("huge_side_by_side");
@@ -237,6 +262,7 @@ int main(void)
 	}
 	free(q[0]);
 	free(q[1]);
+	grow_at_rest();
 
 	idle_release();
 	printf("%d blocks of %zu KiB written: %ld faults; RSS %zu KiB at the start, %zu KiB after "
