@@ -366,6 +366,11 @@ struct hk_heap {
     int64_t trim_budget;       /* bytes of blocks until the clock is read again, less 1 */
     int64_t trim_budget_set;   /* what trim_budget was last set to (the profiler's count) */
     uint64_t trim_at;          /* next trim due */
+    /* Blocks of 64 KiB and up served from the huge chunk while their class
+     * had no page (bitmap_page.c), per class, in the second that ends at
+     * route_period_end. */
+    uint8_t routed[HK_NCLASSES];
+    uint64_t route_period_end;
 };
 
 static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)

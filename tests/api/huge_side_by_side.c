@@ -14,6 +14,8 @@
  * it).  A realloc of the block carved last grows in place into the chunk,
  * one of another block moves; both keep their bytes.  A block larger
  * than every cached range grows the one at the chunk's rest in place.
+ * Blocks of 64 KiB and up join an open chunk while their class has no page
+ * and serves few.
  * With a second
  * thread alive, blocks freed by a program that then only sleeps go back
  * to the system, the chunk's huge page ahead of use with them (not under
@@ -34,6 +36,7 @@
 #include <time.h>
 
 #include "allocator.h"
+#include "hakmem.h"
 #include "check.h"
 #include "rss.h"
 
@@ -158,6 +161,54 @@ static void idle_release(void)
 	pthread_join(t, NULL);
 }
 
+#pragma weak hak_stats_get
+
+static uint64_t huge_live_bytes(void)
+{
+	struct hak_stats s;
+	hak_stats_get(&s);
+	return s.huge_live_bytes;
+}
+
+/* Once a chunk is open, a class of blocks of 64 KiB and up that has no
+ * page takes its first blocks from the chunk (huge blocks, counted in
+ * huge_live_bytes), and pages of its own when it serves more than a few a
+ * second.  An aligned allocation of that class keeps its alignment. */
+static void classes_join_chunk(void)
+{
+	if (!hak_stats_get)
+		return;
+	enum { N = 41, SIZE = 100 * 1024 };
+	free(malloc(64)); /* the thread's heap: a thread without one takes a page */
+	unsigned char *big = malloc(4 * MiB); /* opens a chunk, if none is */
+	if (!CHECK(big != NULL))
+		return;
+	unsigned char *p[N];
+	int routed = 0;
+	for (int i = 0; i < N; i++) {
+		uint64_t before = huge_live_bytes();
+		p[i] = malloc(SIZE);
+		if (!CHECK(p[i] != NULL))
+			return;
+		bool joined = huge_live_bytes() >= before + SIZE;
+		CHECKF(i != 0 || joined, "the first %d KiB block did not come from the chunk", SIZE >> 10);
+		routed += joined;
+		fill(p[i], SIZE, 50u + (unsigned)i);
+	}
+	CHECKF(routed <= 16, "%d of %d blocks of %d KiB from the chunk: the class got no page", routed,
+	       N, SIZE >> 10);
+	void *aligned = NULL;
+	CHECK(posix_memalign(&aligned, 64 * 1024, SIZE) == 0);
+	CHECKF(((uintptr_t)aligned & (64 * 1024 - 1)) == 0, "aligned_alloc(64 KiB): %p", aligned);
+	free(aligned);
+	for (int i = 0; i < N; i++) {
+		CHECKF(intact(p[i], SIZE, 50u + (unsigned)i), "block %d lost its bytes", i);
+		free(p[i]);
+	}
+	free(big);
+	printf("%d of %d blocks of %d KiB from the chunk\n", routed, N, SIZE >> 10);
+}
+
 /* A block larger than every cached range: the one that ends where the
  * chunk's rest begins grows into the rest in place (its memory is reused,
  * only the growth is new), where the largest cached range would be
@@ -263,6 +314,7 @@ int main(void)
 	free(q[0]);
 	free(q[1]);
 	grow_at_rest();
+	classes_join_chunk();
 
 	idle_release();
 	printf("%d blocks of %zu KiB written: %ld faults; RSS %zu KiB at the start, %zu KiB after "
