@@ -50,8 +50,8 @@ HK_NOINLINE void *hk_malloc_slow(size_t size)
     return alloc_from_class(cls);
 }
 
-/* A block of `size` bytes aligned to `align` (a power of two). */
-void *hk_aligned(size_t align, size_t size)
+/* hk_aligned where its class's TLS list is empty, or no class fits. */
+HK_NOINLINE void *hk_aligned_slow(size_t align, size_t size)
 {
     if (align <= 16)
         return hak_malloc(size);

@@ -104,15 +104,25 @@ HK_API void *hak_reallocarray(void *p, size_t count, size_t size)
 }
 HK_ALIAS(reallocarray, hak_reallocarray)
 
+/* errno is the program's: kept. */
+static HK_NOINLINE int posix_memalign_slow(void **out, size_t alignment, size_t size)
+{
+    int saved = errno;
+    void *p = hk_aligned_slow(alignment, size);
+    errno = saved;
+    if (p == NULL)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
 HK_API int hak_posix_memalign(void **out, size_t alignment, size_t size)
 {
     if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0)
         return EINVAL;
-    int saved = errno;
-    void *p = hk_aligned(alignment, size);
-    errno = saved;
-    if (p == NULL)
-        return ENOMEM;
+    void *p = hk_aligned_pop(alignment, size);
+    if (HK_UNLIKELY(p == NULL))
+        return posix_memalign_slow(out, alignment, size);
     *out = p;
     return 0;
 }

@@ -262,7 +262,26 @@ static inline unsigned hk_size_class(size_t size)
         return hk_class_of_index[(size + 15) >> 4];
     return hk_size_class_above_128(size);
 }
-unsigned hk_aligned_class(size_t size, size_t align); /* 0: none fits */
+/* The smallest class whose blocks all are aligned to 2^a, from class c up
+ * (0: none), for a from HK_ALIGN_MIN_LOG (32 B) to HK_ALIGN_MAX_LOG. */
+#define HK_ALIGN_MIN_LOG 5
+#define HK_ALIGN_MAX_LOG 19 /* HK_LARGE_MAX */
+extern uint8_t hk_aligned_classes[HK_ALIGN_MAX_LOG - HK_ALIGN_MIN_LOG + 1][64]; /* rows of 64: a shift */
+bool hk_aligned_class_checks(unsigned c, size_t align, unsigned found); /* debug build */
+
+/* The class for `size` bytes aligned to `align` (a power of two above 16);
+ * 0: none fits, a huge block. */
+static inline unsigned hk_aligned_class(size_t size, size_t align)
+{
+    HK_ASSERT(align > 16 && (align & (align - 1)) == 0);
+    if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
+        return 0;
+    size_t rounded = (size + align - 1) & ~(align - 1); /* at most HK_LARGE_MAX */
+    unsigned c = hk_size_class(rounded == 0 ? align : rounded);
+    unsigned found = hk_aligned_classes[__builtin_ctzll(align) - HK_ALIGN_MIN_LOG][c];
+    HK_ASSERT(hk_aligned_class_checks(c, align, found));
+    return found;
+}
 void hk_classes_init(void);
 
 /* ---- arenas (arena.c) ---------------------------------------------------- */
@@ -987,7 +1006,24 @@ void hk_guard_fork_unlock(bool child);
 /* Internal entry points shared by the API files. */
 void *hk_malloc_slow(size_t size);
 void hk_free_slow(void *p, const char *call);
-void *hk_aligned(size_t align, size_t size);
+void *hk_aligned_slow(size_t align, size_t size);
+
+/* An aligned allocation's common case, the first block of its class's TLS
+ * list; NULL where hk_aligned_slow has more to do.  It never sets errno
+ * (before the class tables are built, every class is 0: NULL). */
+static inline void *hk_aligned_pop(size_t align, size_t size)
+{
+    unsigned cls = align > 16 ? hk_aligned_class(size, align)
+                 : size <= HK_FAST_MAX ? hk_class_of_index[(size + 15) >> 4] : 0;
+    return cls != 0 ? hk_tls_pop(cls) : NULL;
+}
+
+/* A block of `size` bytes aligned to `align` (a power of two). */
+static inline void *hk_aligned(size_t align, size_t size)
+{
+    void *p = hk_aligned_pop(align, size);
+    return HK_LIKELY(p != NULL) ? p : hk_aligned_slow(align, size);
+}
 size_t hk_usable_size(const void *p, const char *call);
 
 #pragma GCC visibility pop

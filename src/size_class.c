@@ -118,26 +118,21 @@ static unsigned aligned_from(unsigned c, size_t align)
 /* aligned_from for every class and alignment, built with the classes: the
  * search took about 30 instructions an aligned allocation (aligned: 16 B to
  * 4 KiB blocks aligned to 16 B to 4 KiB). */
-#define ALIGN_MIN_LOG 5 /* 32 B */
-#define ALIGN_MAX_LOG 19 /* HK_LARGE_MAX */
-_Static_assert(((size_t)1 << ALIGN_MAX_LOG) == HK_LARGE_MAX, "alignments up to the largest class");
-static uint8_t aligned_class[ALIGN_MAX_LOG - ALIGN_MIN_LOG + 1][HK_NCLASSES];
+_Static_assert(((size_t)1 << HK_ALIGN_MAX_LOG) == HK_LARGE_MAX, "alignments up to the largest class");
+_Static_assert(HK_NCLASSES <= 64, "a row of hk_aligned_classes holds every class");
+uint8_t hk_aligned_classes[HK_ALIGN_MAX_LOG - HK_ALIGN_MIN_LOG + 1][64];
 
 static void aligned_classes_init(void)
 {
-    for (unsigned a = ALIGN_MIN_LOG; a <= ALIGN_MAX_LOG; a++)
+    for (unsigned a = HK_ALIGN_MIN_LOG; a <= HK_ALIGN_MAX_LOG; a++)
         for (unsigned c = 1; c < HK_NCLASSES; c++)
-            aligned_class[a - ALIGN_MIN_LOG][c] = (uint8_t)aligned_from(c, (size_t)1 << a);
+            hk_aligned_classes[a - HK_ALIGN_MIN_LOG][c] = (uint8_t)aligned_from(c, (size_t)1 << a);
 }
 
-unsigned hk_aligned_class(size_t size, size_t align)
+#ifdef HK_DEBUG
+/* hk_aligned_class's table against the search it stands for. */
+bool hk_aligned_class_checks(unsigned c, size_t align, unsigned found)
 {
-    HK_ASSERT(align > 16 && (align & (align - 1)) == 0);
-    if (size > HK_LARGE_MAX || align > HK_LARGE_MAX)
-        return 0;
-    size_t rounded = (size + align - 1) & ~(align - 1); /* at most HK_LARGE_MAX */
-    unsigned c = hk_size_class(rounded == 0 ? align : rounded);
-    unsigned found = aligned_class[__builtin_ctzll(align) - ALIGN_MIN_LOG][c];
-    HK_ASSERT(found == aligned_from(c, align));
-    return found;
+    return found == aligned_from(c, align);
 }
+#endif

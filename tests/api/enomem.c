@@ -61,8 +61,10 @@ static void test_allocating_functions(void)
 		EXPECT_ENOMEM(pvalloc(n), what);
 		/* POSIX.1-2008 TC2: memptr is not modified on failure. */
 		void *sentinel = &sentinel, *p = sentinel;
+		errno = 1234; /* the result says ENOMEM, errno is the program's */
 		int rc = posix_memalign(&p, 64, n);
 		CHECKF(rc == ENOMEM, "posix_memalign(64, %#zx) = %d, want ENOMEM", n, rc);
+		CHECKF(errno == 1234, "failed posix_memalign(64, %#zx) set errno to %d", n, errno);
 		CHECKF(rc == 0 || p == sentinel, "failed posix_memalign changed *memptr");
 		if (rc == 0)
 			free(p);

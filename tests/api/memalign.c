@@ -45,8 +45,10 @@ static void test_every_alignment(void)
 			size_t n = sizes[i];
 			void *p = NULL;
 			if (a >= sizeof(void *)) {
+				errno = 1234; /* posix_memalign reports in its result, never in errno */
 				int rc = posix_memalign(&p, a, n);
 				CHECKF(rc == 0, "posix_memalign(%zu, %zu) = %d", a, n, rc);
+				CHECKF(errno == 1234, "posix_memalign(%zu, %zu) set errno to %d", a, n, errno);
 				take("posix_memalign", rc == 0 ? p : NULL, a, n);
 			}
 			take("aligned_alloc", aligned_alloc(a, n), a, n);
