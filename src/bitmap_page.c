@@ -195,7 +195,11 @@ HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigne
 static HK_NOINLINE void *class_without_page(struct hk_heap *h, size_t cls)
 {
     size_t size = hk_classes[cls].block_size;
-    if (size >= ROUTED_MIN_SIZE && h->current[cls] == NULL && hk_huge_chunk_serves(size)) {
+    /* Not in the hardened build: its sized frees know a block of a class
+     * by the class's size, and a huge block may be longer (a cached
+     * range's rest too small to keep goes with it). */
+    if (!HK_SECURE_ON && size >= ROUTED_MIN_SIZE && h->current[cls] == NULL &&
+        hk_huge_chunk_serves(size)) {
         uint64_t now = hk_clock_ms();
         if (now >= h->route_period_end) {
             memset(h->routed, 0, sizeof h->routed);
