@@ -25,6 +25,7 @@
  * size above 4 KiB comes here (hk_bitmap_malloc), an aligned allocation
  * through hk_refill.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "internal.h"
@@ -207,7 +208,11 @@ static HK_NOINLINE void *class_without_page(struct hk_heap *h, size_t cls)
         }
         if (h->routed[cls] < ROUTED_MAX) {
             h->routed[cls]++;
-            return hk_huge_alloc(size, HK_OS_PAGE, false);
+            int saved = errno;
+            void *block = hk_huge_alloc(size, HK_OS_PAGE, false);
+            if (block != NULL)
+                return block;
+            errno = saved; /* no mapping to be had: the class's pages may have room */
         }
     }
     return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc_slow(h, (unsigned)cls));
