@@ -193,14 +193,14 @@ HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigne
 #define ROUTED_MAX 16
 #define ROUTED_PERIOD_MS 1000
 
+/* h->current[cls] is NULL. */
 static HK_NOINLINE void *class_without_page(struct hk_heap *h, size_t cls)
 {
     size_t size = hk_classes[cls].block_size;
     /* Not in the hardened build: its sized frees know a block of a class
      * by the class's size, and a huge block may be longer (a cached
      * range's rest too small to keep goes with it). */
-    if (!HK_SECURE_ON && size >= ROUTED_MIN_SIZE && h->current[cls] == NULL &&
-        hk_huge_chunk_serves(size)) {
+    if (!HK_SECURE_ON && size >= ROUTED_MIN_SIZE && hk_huge_chunk_serves(size)) {
         uint64_t now = hk_clock_ms();
         if (now >= h->route_period_end) {
             memset(h->routed, 0, sizeof h->routed);

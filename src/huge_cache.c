@@ -98,6 +98,21 @@ static void note_miss(uint64_t now)
     }
 }
 
+/* The cached range starting at a multiple of align that ends where the
+ * chunk's uncarved rest begins, or NULL.  Asked on a renew's miss only, so
+ * that a hit takes no chunk lock.  Lock held. */
+static struct range *range_at_rest(size_t align)
+{
+    uintptr_t chunk, rest = hk_huge_chunk_rest(&chunk); /* 0: no chunk */
+    for (int i = 0; i < SLOTS; i++) {
+        struct range *c = &cache[i];
+        if (c->addr != 0 && (c->addr & (align - 1)) == 0 && c->addr >= chunk &&
+            c->addr + c->size == rest)
+            return c;
+    }
+    return NULL;
+}
+
 /* A cached range for a block of *len bytes starting at a multiple of align,
  * or 0.  The best fit is split (a rest too small to keep grows *len).  When
  * no range is large enough: HK_TAKE_GROW returns the largest one with its
@@ -115,8 +130,7 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_
     uint64_t now = hk_clock_ms();
     pthread_mutex_lock(&cache_lock);
     expire(now, false, &v);
-    struct range *best = NULL, *largest = NULL, *edge = NULL;
-    uintptr_t chunk = 0, rest = mode == HK_TAKE_RENEW ? hk_huge_chunk_rest(&chunk) : 0;
+    struct range *best = NULL, *largest = NULL;
     for (int i = 0; i < SLOTS; i++) {
         struct range *c = &cache[i];
         if (c->addr == 0 || (c->addr & (align - 1)) != 0)
@@ -125,10 +139,10 @@ uintptr_t hk_huge_cache_take(size_t *len, size_t align, enum hk_take mode, size_
             best = c;
         if (largest == NULL || c->size > largest->size)
             largest = c;
-        if (c->addr >= chunk && c->addr + c->size == rest)
-            edge = c;
     }
-    struct range *grown = mode == HK_TAKE_GROW ? largest : edge;
+    struct range *grown = best != NULL ? NULL
+                        : mode == HK_TAKE_GROW ? largest
+                        : mode == HK_TAKE_RENEW ? range_at_rest(align) : NULL;
 #ifdef HK_SECURE
     if (best != NULL || grown != NULL)
         hk_secure_huge_taken((void *)(best ? best : grown)->addr, (best ? best : grown)->size);
