@@ -15,11 +15,9 @@
  * one of another block moves; both keep their bytes.  A block larger
  * than every cached range grows the one at the chunk's rest in place.
  * Blocks of 64 KiB and up join an open chunk while their class has no page
- * and serves few.
- * With a second
- * thread alive, blocks freed by a program that then only sleeps go back
- * to the system, the chunk's huge page ahead of use with them (not under
- * HAKMEM_PROFILE=speed, which has no purger).
+ * and serves few.  With a second thread alive, blocks freed by a program
+ * that then only sleeps go back to the system, the chunk's huge page ahead
+ * of use with them (not under HAKMEM_PROFILE=speed, which has no purger).
  *
  * Skipped against glibc, where hakmem asks for no huge page (lean,
  * HAKMEM_THP=0), and where the kernel makes none for a mapping that asks
@@ -205,7 +203,7 @@ static void classes_join_chunk(void)
 	       N, SIZE >> 10);
 	void *aligned = NULL;
 	CHECK(posix_memalign(&aligned, 64 * 1024, SIZE) == 0);
-	CHECKF(((uintptr_t)aligned & (64 * 1024 - 1)) == 0, "aligned_alloc(64 KiB): %p", aligned);
+	CHECKF(((uintptr_t)aligned & (64 * 1024 - 1)) == 0, "posix_memalign(64 KiB): %p", aligned);
 	free(aligned);
 	for (int i = 0; i < N; i++) {
 		CHECKF(intact(p[i], SIZE, 50u + (unsigned)i), "block %d lost its bytes", i);
