@@ -18,6 +18,7 @@ declare -A need=(
 	[perl]=/usr/bin/perl
 	[git]=/usr/bin/git
 	[sqlite3]=/usr/bin/sqlite3
+	[redis-tools]=/usr/bin/redis-server
 	[coreutils]=/usr/bin/sort
 	[tar]=/bin/tar
 	[gzip]=/bin/gzip

@@ -160,7 +160,7 @@ if ((glibc)); then
 		run "$p [glibc]" env TEST_ALLOCATOR=glibc "$B/plain/$p"
 	done
 else
-	((list)) || require clang valgrind python3 perl git gcc g++ sqlite3 sort tar gzip xz
+	((list)) || require clang valgrind python3 perl git gcc g++ sqlite3 redis-server redis-cli sort tar gzip xz
 	[[ -f $LIB ]] || { echo "FAIL  setup: $LIB is missing (make lib)"; exit 1; }
 	export TEST_ALLOCATOR=hakmem
 
