@@ -364,8 +364,11 @@ static void report(const struct guarded *g, bool freed, uintptr_t addr, void *ct
 static void on_fault(int sig, siginfo_t *info, void *ctx)
 {
     struct sigaction *old = &replaced[sig == SIGBUS];
+    /* Only a fault (si_code > 0) has an address: a signal sent by kill,
+     * raise or sigqueue is the program's, whatever si_addr's bytes hold. */
+    bool fault = info->si_code > 0;
     bool freed;
-    const struct guarded *g = fault_block((uintptr_t)info->si_addr, &freed);
+    const struct guarded *g = fault ? fault_block((uintptr_t)info->si_addr, &freed) : NULL;
     if (g != NULL) {
         report(g, freed, (uintptr_t)info->si_addr, ctx);
         /* The default action; the access, made again on return, kills the
@@ -377,12 +380,19 @@ static void on_fault(int sig, siginfo_t *info, void *ctx)
         sigaction(sig, &dfl, NULL);
         return;
     }
-    if (old->sa_flags & SA_SIGINFO)
+    if (old->sa_flags & SA_SIGINFO) {
         old->sa_sigaction(sig, info, ctx);
-    else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN)
+    } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
         old->sa_handler(sig);
-    else
+    } else if (fault) {
         sigaction(sig, old, NULL); /* the fault comes again, handled as before */
+    } else if (old->sa_handler == SIG_DFL) {
+        /* A sent signal comes only once: restored to the default, it is
+         * sent again, and kills as it would have once this handler returns
+         * (the signal is blocked until then). */
+        sigaction(sig, old, NULL);
+        raise(sig);
+    } /* else ignored, as it was */
 }
 
 void hk_guard_start(void)

@@ -9,7 +9,8 @@
  * the allocation's stack (and for a use after free the free's) naming this
  * program's allocating and freeing functions, and death by SIGSEGV (SIGABRT
  * for the double free).  Reads of unguarded blocks are harmless: the first
- * guarded one faults.  A fault elsewhere still kills as it would have.
+ * guarded one faults.  A fault elsewhere, or a SIGSEGV or SIGBUS the program
+ * sends itself, still kills as it would have.
  *
  * Off: no SIGSEGV or SIGBUS handler is installed and no block is guarded.
  */
@@ -116,6 +117,16 @@ static void wild_read(void *arg)
 	sink = *wild;
 }
 
+/* A SIGSEGV or SIGBUS the program sends itself: no fault, no address. */
+static void send_self(void *arg)
+{
+	int sig = (int)(intptr_t)arg;
+	if (sig == SIGSEGV)
+		raise(sig);
+	else
+		kill(getpid(), sig);
+}
+
 /* This program's functions, for naming the frames of a stack by address
  * (the static program has no dynamic symbols for dladdr). */
 static const struct {
@@ -127,6 +138,7 @@ static const struct {
 	{"guarded", (uintptr_t)guarded},           {"use_after_free", (uintptr_t)use_after_free},
 	{"overflow", (uintptr_t)overflow},         {"free_twice", (uintptr_t)free_twice},
 	{"double_free", (uintptr_t)double_free},   {"wild_read", (uintptr_t)wild_read},
+	{"send_self", (uintptr_t)send_self},
 };
 
 /* The function of this program a frame's address lies in, or NULL. */
@@ -214,6 +226,19 @@ static void guard_on(unsigned long rate)
 	if (CHECK(run_in_child(wild_read, (void *)16, 60, &r) == 0)) {
 		CHECK(WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGSEGV);
 		CHECKF(strstr(r.err, "hakmem") == NULL, "wild read: stderr \"%s\"", r.err);
+	}
+	/* So does one the program sends itself (raise, kill), which no access
+	 * made again brings back: python's concurrent.futures tests crash
+	 * workers so, and the workers lived on. */
+	int sent[] = {SIGSEGV, SIGBUS};
+	for (unsigned i = 0; i < 2; i++) {
+		if (CHECK(run_in_child(send_self, (void *)(intptr_t)sent[i], 60, &r) == 0)) {
+			char how[64];
+			CHECKF(WIFSIGNALED(r.status) && WTERMSIG(r.status) == sent[i],
+			       "%s sent to itself: child %s", strsignal(sent[i]),
+			       describe_status(r.status, how, sizeof how));
+			CHECKF(strstr(r.err, "hakmem") == NULL, "sent signal: stderr \"%s\"", r.err);
+		}
 	}
 	/* Usable size, realloc and free of guarded blocks, from the parent. */
 	alloc_blocks();
