@@ -169,30 +169,6 @@ else
 	# its three smaller limits and out_of_memory exhausts 256 MiB, not 1 GiB
 	# (the preloaded run does it all).
 	rerun=(env TEST_SCALE="${TEST_RERUN_SCALE:-25}")
-	heap_on=("${rerun[@]}" HAKMEM_HEAP_PROFILE="$B/heap/profile/p" HAKMEM_HEAP_SAMPLE=4K)
-	if ((!list)); then
-		rm -rf "$B/heap/profile"
-		mkdir -p "$B/heap/profile"
-	fi
-
-	# The longest tests start first (each takes 30-100 s, most of the
-	# others a few), so that the short ones fill the cores as the suite
-	# ends: started last, they ran on alone for a minute.
-	# Real programs under LD_PRELOAD, output compared with glibc runs; then
-	# some of them with the heap profiler on, sampling every 4 KiB so that
-	# its paths run all the time (their dumps go to build/tests/heap/profile/).
-	for s in tests/programs/*.sh; do
-		[[ $s == */lib.sh ]] && continue
-		run "programs/$(basename "$s" .sh)" env HAKMEM_LIB="$LIB" "$s"
-	done
-	for s in sort tar perl sqlite; do
-		run "heap/on programs/$s" "${heap_on[@]}" HAKMEM_LIB="$LIB" "tests/programs/$s.sh"
-	done
-	# libFuzzer: a bounded run (tests/README.md has the long one).
-	run "fuzz/hak_ops" tests/fuzz/run.sh "$B/fuzz/fuzz_hak" "${FUZZ_SECONDS:-60}"
-	# The Debian packages (make deb), checked by lintian and used from a
-	# temporary root; skipped where the Debian tools cannot be had.
-	run "packaging/deb" packaging/test-deb.sh
 
 	# 1. Every C and C++ test program, three ways of getting hakmem.
 	for p in $C_PROGS; do
@@ -276,25 +252,43 @@ else
 	run "sanitize/tsan threads/stress [purge at once]" "${tsan[@]}" \
 		HAKMEM_PURGE_DELAY_MS=0 HAKMEM_HUGE_CACHE=0 "$B/tsan/threads/stress"
 
-	# 4. valgrind memcheck of programs linked with -lhakmem.
+	# 4. libFuzzer: a bounded run (tests/README.md has the long one).
+	run "fuzz/hak_ops" tests/fuzz/run.sh "$B/fuzz/fuzz_hak" "${FUZZ_SECONDS:-60}"
+
+	# 5. valgrind memcheck of programs linked with -lhakmem.
 	for p in threads/stress threads/churn api/realloc api/calloc api/usable_size \
 		api/memalign cxx/operators; do
 		run "valgrind $p" env TEST_SCALE=5 TEST_NO_RSS=1 tests/valgrind.sh "$B/linked/$p"
 	done
 
-	# 5. The heap profiler (tests/heap/heap.sh), and test programs that must
-	# do the same with it on (heap_on, above).
+	# 6. Real programs under LD_PRELOAD, output compared with glibc runs.
+	for s in tests/programs/*.sh; do
+		[[ $s == */lib.sh ]] && continue
+		run "programs/$(basename "$s" .sh)" env HAKMEM_LIB="$LIB" "$s"
+	done
+
+	# 7. The heap profiler (tests/heap/heap.sh), and programs that must do
+	# the same with it on, sampling every 4 KiB so that its paths run all the
+	# time (their dumps go to build/tests/heap/profile/).
 	for t in sites static small interleaved handoff busy python off trim slots; do
 		run "heap/$t" tests/heap/heap.sh "$t"
 	done
+	if ((!list)); then
+		rm -rf "$B/heap/profile"
+		mkdir -p "$B/heap/profile"
+	fi
+	heap_on=("${rerun[@]}" HAKMEM_HEAP_PROFILE="$B/heap/profile/p" HAKMEM_HEAP_SAMPLE=4K)
 	for p in api/realloc api/calloc api/memalign api/usable_size api/huge_blocks \
 		api/early_malloc api/free_sized threads/stress threads/fork threads/churn \
 		threads/tls_destructors cxx/operators; do
 		run "heap/on $p [preload]" "${heap_on[@]}" LD_PRELOAD="$LIB" "$B/plain/$p"
 		run "heap/on $p [static]" "${heap_on[@]}" "$B/static/$p"
 	done
+	for s in sort tar perl sqlite; do
+		run "heap/on programs/$s" "${heap_on[@]}" HAKMEM_LIB="$LIB" "tests/programs/$s.sh"
+	done
 
-	# 6. Guard sampling (tests/guard/guarded.c): every block guarded, one in
+	# 8. Guard sampling (tests/guard/guarded.c): every block guarded, one in
 	# 1000, and off (also on the debug and hardened builds); then test programs that must do the same with one block
 	# in 100 guarded.
 	for n in 1 1000 0; do
@@ -314,6 +308,9 @@ else
 			LD_PRELOAD="$ROOT/build/libhakmem-secure.so" "$B/plain/$p"
 	done
 
+	# 9. The Debian packages (make deb), checked by lintian and used from a
+	# temporary root; skipped where the Debian tools cannot be had.
+	run "packaging/deb" packaging/test-deb.sh
 fi
 
 ((list)) && exit 0
