@@ -1014,7 +1014,7 @@ void *hk_aligned_slow(size_t align, size_t size);
 static inline void *hk_aligned_pop(size_t align, size_t size)
 {
     unsigned cls = align > 16 ? hk_aligned_class(size, align)
-                 : size <= HK_FAST_MAX ? hk_class_of_index[(size + 15) >> 4] : 0;
+                 : size <= HK_FAST_MAX ? hk_size_class(size) : 0;
     return cls != 0 ? hk_tls_pop(cls) : NULL;
 }
 
