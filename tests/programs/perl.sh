@@ -20,7 +20,7 @@ my $data = { map { ("n$_" => { list => [1 .. $_ % 100], text => "x" x $_ }) } 1 
 my $copy = dclone($data);
 my $json = JSON::PP->new->canonical->encode($copy);
 my $back = JSON::PP->new->decode($json);
-print length($json), " ", scalar(keys %$back), " ", $back->{n2999}{list}[-1], "\n";
+print length($json), " ", scalar(keys %$back), " ", $back->{n1499}{list}[-1], "\n";
 '
 
 compare "perl: threads" perl -e '
@@ -38,8 +38,8 @@ print join(" ", sort @results), "\n";
 compare "perl: fork and pipes" perl -e '
 my @out;
 for my $k (1 .. 8) {
-	open(my $fh, "-|") // die "fork: $!";
-	if (!$fh) { my @a = map { $_ * $k } 1 .. 100000; print scalar(@a), " ", $a[-1], "\n"; exit 0 }
+	my $pid = open(my $fh, "-|") // die "fork: $!";
+	if (!$pid) { my @a = map { $_ * $k } 1 .. 100000; print scalar(@a), " ", $a[-1], "\n"; exit 0 }
 	push @out, scalar <$fh>;
 	close $fh;
 }

@@ -5,7 +5,7 @@
 programs tar gzip xz
 
 mkdir -p "$WORK/tree"
-for i in $(seq 1 400); do
+for i in $(seq 1 280); do
 	mkdir -p "$WORK/tree/d$((i % 23))/e$((i % 5))"
 	seq 1 $((i * 5)) | sed "s/$/ some text for file $i/" >"$WORK/tree/d$((i % 23))/e$((i % 5))/f$i"
 done
