@@ -498,8 +498,8 @@ void hk_purge_note_refault(struct hk_heap *h); /* pool lock held */
 uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind); /* pool lock held */
 
 void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
-/* Work that small refills must detour through refill_slow for: one byte, so
- * that hk_refill's common path tests both with one compare. */
+/* Work that small refills must detour for: one byte, so that hk_refill's
+ * common path tests both with one compare. */
 #define HK_DETOUR_PURGER 1 /* a free wanted the purger started; malloc starts it */
 #define HK_DETOUR_SAMPLE 2 /* sample points on refills (heap_profile.c) */
 extern _Atomic uint8_t hk_detour;
@@ -850,7 +850,7 @@ void hk_config_print(void); /* the effective options, on stderr */
  * heap_sample bytes) by a huge block that carries its call site, a guarded
  * one (about one per guard_sample blocks) by guard.c; a point may be both.
  * The allocator reaches them only from paths that are slow anyway:
- * refill_slow (every small refill detours there, HK_DETOUR_SAMPLE), the trim
+ * small refills (every one detours, HK_DETOUR_SAMPLE: page.c), the trim
  * countdown of medium and large pages, huge allocations and frees. */
 enum { HK_SAMPLE_PROFILE = 1, HK_SAMPLE_GUARD = 2 };
 

@@ -210,17 +210,22 @@ static inline bool local_ready(struct hk_heap *h, struct hk_page *pg, unsigned c
            (local_freed(pg) * 2 >= hk_classes[cls].batch || pg->unbumped == 0);
 }
 
-/* The quick refill: those blocks. */
-static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned cls)
+/* The quick refill: those blocks, `freed` of them (local_freed). */
+static inline void *local_take_freed(struct hk_heap *h, struct hk_page *pg, unsigned cls,
+                                     unsigned freed)
 {
-    unsigned freed = local_freed(pg);
     HK_CHECK_PAGE(pg);
     void *list = pg->local_free;
     pg->local_free = NULL;
-    pg->used = pg->capacity - pg->unbumped;
+    pg->used += freed;
     hk_count(&h->refills[cls], 1);
     hk_count(&h->supplied[cls], freed);
     return list;
+}
+
+static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned cls)
+{
+    return local_take_freed(h, pg, cls, local_freed(pg));
 }
 
 /* The first block of a refill's list, the rest to the thread's list. */
@@ -259,7 +264,9 @@ static HK_NOINLINE void *refill_general_sampled(struct hk_heap *h, unsigned cls)
     return sampled_hand_out(h, pg, cls, list, (unsigned)(h->supplied[cls] - supplied));
 }
 
-/* While sampling, every refill comes here: the quick one, or the general. */
+/* While sampling, every refill but a quick one (refill_quick_detoured)
+ * comes here: the general refill, or a quick one that waited for the
+ * purger's start. */
 static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
 {
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
@@ -312,6 +319,18 @@ static HK_NOINLINE void *refill_slow(struct hk_heap *h, unsigned cls)
     return refill_general(h, cls);
 }
 
+/* A quick refill of `freed` blocks is ready (hk_refill made local_ready's
+ * tests) but a detour is asked for: while sampling, the quick refill,
+ * counted; the purger's start goes the slow way.  (The sample bit is set
+ * only once hk_heap_sampling is.) */
+static HK_NOINLINE void *refill_quick_detoured(struct hk_heap *h, struct hk_page *pg, unsigned cls,
+                                               unsigned freed)
+{
+    if (atomic_load_explicit(&hk_detour, memory_order_relaxed) != HK_DETOUR_SAMPLE)
+        return refill_slow(h, cls);
+    return sampled_hand_out(h, pg, cls, local_take_freed(h, pg, cls, freed), freed);
+}
+
 /* A fresh page for class cls of heap h, or NULL when memory ran out even
  * after everything that can go back went back. */
 static struct hk_page *page_new(struct hk_heap *h, unsigned cls)
@@ -354,15 +373,17 @@ void *hk_refill(unsigned cls)
     struct hk_heap *h = hk_tls.heap;
     if (cls >= hk_first_medium_class)
         return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc(h, cls));
-    /* The detours first: while sampling, every refill takes one. */
-    if (HK_UNLIKELY(hk_refill_detoured()))
-        return refill_slow(h, cls);
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
-    /* local_ready, in an order that keeps this path short */
+    /* local_ready, in an order that keeps this path short; the detours
+     * last, so that while sampling the quick refill makes these tests
+     * once (refill_slow tests the detours itself). */
     if (HK_LIKELY(pg != NULL && pg->local_free != NULL &&
                   atomic_load_explicit(&h->delayed, memory_order_relaxed) == NULL)) {
-        if (local_freed(pg) * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
-            return hand_out(pg, local_take(h, pg, cls), cls);
+        unsigned freed = local_freed(pg);
+        if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
+            if (HK_UNLIKELY(hk_refill_detoured()))
+                return refill_quick_detoured(h, pg, cls, freed);
+            return hand_out(pg, local_take_freed(h, pg, cls, freed), cls);
         }
     }
     return refill_slow(h, cls);
