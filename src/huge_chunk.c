@@ -110,8 +110,12 @@ bool hk_huge_chunk_extend(uintptr_t addr, size_t have, size_t len)
  * the block carved before it): given back, by malloc_trim or when the huge
  * cache has emptied (once per carve: a program that keeps freeing a huge
  * block the cache cannot hold pays no system call for it).  The kernel
- * splits that huge page, so its purged part could only fault back by
- * 4 KiB: carving goes on at the next one, the part left as address space. */
+ * splits that huge page, so its given-back part could only fault back by
+ * 4 KiB: carving goes on at the next one, and that part is unmapped.
+ * (Purged and left mapped, it outlived the blocks around it as a mapping
+ * of its own: a program that allocated, freed and trimmed a 3 MiB block in
+ * a loop gained a mapping a cycle, and at the kernel's limit of 65,530
+ * its malloc failed with ENOMEM.) */
 void hk_huge_chunk_trim(void)
 {
     static uintptr_t trimmed; /* chunk_next at the last trim: nothing new since */
@@ -120,7 +124,7 @@ void hk_huge_chunk_trim(void)
     if (edge > chunk_end)
         edge = chunk_end;
     if (edge > chunk_next && chunk_next != trimmed) {
-        hk_os_purge((void *)chunk_next, edge - chunk_next);
+        hk_os_unmap((void *)chunk_next, edge - chunk_next);
         chunk_next = edge;
     }
     trimmed = chunk_next;

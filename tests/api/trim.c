@@ -8,6 +8,7 @@
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,9 +127,48 @@ static void test_other_thread(size_t size, size_t total)
 	pthread_barrier_destroy(&w.trimmed);
 }
 
+static int mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+	if (f == NULL)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* Huge blocks allocated, written, freed and trimmed away again and again:
+ * the process's mappings must not pile up (the kernel allows 65,530; at
+ * the limit every mmap fails, the allocator's and the program's).  Once
+ * every trim left a piece of the huge blocks' address space mapped. */
+static void test_mappings_bounded(void)
+{
+	t_collect();
+	int before = mappings();
+	int cycles = (int)test_scaled(3000);
+	for (int i = 0; i < cycles; i++) {
+		size_t n = ((size_t)3 << 20) + (size_t)(i % 7) * 300000;
+		char *p = malloc(n), *q = malloc(700000);
+		if (!CHECK(p != NULL && q != NULL))
+			return;
+		memset(p, i, n);
+		memset(q, i, 700000);
+		free(p);
+		free(q);
+		malloc_trim(0);
+	}
+	int after = mappings();
+	CHECKF(before > 0 && after <= before + 16,
+	       "%d cycles of huge blocks allocated, freed and trimmed: %d mappings -> %d",
+	       cycles, before, after);
+}
+
 int main(void)
 {
 	check_init("trim");
+	test_mappings_bounded();
 	test_other_thread(64, (size_t)64 << 20);
 	test_other_thread(20000, (size_t)64 << 20);
 	test_live_blocks_survive();
