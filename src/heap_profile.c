@@ -106,24 +106,24 @@ static __thread struct prof_tls prof __attribute__((tls_model("initial-exec")));
 
 /* ---- numbers: no libm, so that static programs need not link it -------- */
 
-/* ln x for a normal x > 0: x = m 2^k with m in [sqrt(1/2), sqrt(2)), and
- * ln m = 2 atanh z, z = (m - 1) / (m + 1), |z| < 0.172, by its series
- * (the terms left out are below 1e-13). */
+/* ln x for a normal x > 0: x = m 2^k with m in [sqrt(1/2), sqrt(2)), found
+ * without a branch (adding 1.0's bits less sqrt(1/2)'s carries into the
+ * exponent just when m passes sqrt(2)); ln m = 2 atanh z, z = (m - 1) /
+ * (m + 1), |z| < 0.172, by its series to z^9 (what is left out is below
+ * 3e-9 of the result), its terms paired so that the chain of dependent
+ * operations stays short: a sample's ln was 3.5% of random-mixed 4-32 KiB
+ * profiled, as its branch mispredicted and its 8 terms went one by one. */
 static double ln(double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
-    int k = (int)(bits >> 52) - 1022;
-    bits = (bits & 0x000FFFFFFFFFFFFFull) | 0x3FE0000000000000ull; /* m in [1/2, 1) */
+    bits += 0x3FF0000000000000ull - 0x3FE6A09E667F3BCDull;
+    int k = (int)(bits >> 52) - 0x3FF;
+    bits = (bits & 0x000FFFFFFFFFFFFFull) + 0x3FE6A09E667F3BCDull;
     double m;
     memcpy(&m, &bits, sizeof m);
-    if (m < 0.70710678118654752440) {
-        m *= 2;
-        k--;
-    }
-    double z = (m - 1) / (m + 1), z2 = z * z;
-    double sum = 1 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 * (1.0 / 9 +
-                 z2 * (1.0 / 11 + z2 * (1.0 / 13 + z2 * (1.0 / 15)))))));
+    double z = (m - 1) / (m + 1), z2 = z * z, z4 = z2 * z2;
+    double sum = (1 + z2 * (1.0 / 3)) + z4 * ((1.0 / 5 + z2 * (1.0 / 7)) + z4 * (1.0 / 9));
     return 2 * z * sum + k * 0.69314718055994530942;
 }
 
