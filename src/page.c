@@ -211,8 +211,7 @@ static inline bool local_ready(struct hk_heap *h, struct hk_page *pg, unsigned c
 }
 
 /* The quick refill: those blocks, `freed` of them (local_freed). */
-static inline void *local_take_freed(struct hk_heap *h, struct hk_page *pg, unsigned cls,
-                                     unsigned freed)
+static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned cls, unsigned freed)
 {
     HK_CHECK_PAGE(pg);
     void *list = pg->local_free;
@@ -221,11 +220,6 @@ static inline void *local_take_freed(struct hk_heap *h, struct hk_page *pg, unsi
     hk_count(&h->refills[cls], 1);
     hk_count(&h->supplied[cls], freed);
     return list;
-}
-
-static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned cls)
-{
-    return local_take_freed(h, pg, cls, local_freed(pg));
 }
 
 /* The first block of a refill's list, the rest to the thread's list. */
@@ -273,7 +267,7 @@ static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
     if (!local_ready(h, pg, cls, HK_DETOUR_PURGER))
         return refill_general_sampled(h, cls);
     unsigned n = local_freed(pg);
-    return sampled_hand_out(h, pg, cls, local_take(h, pg, cls), n);
+    return sampled_hand_out(h, pg, cls, local_take(h, pg, cls, n), n);
 }
 
 /* The general refill. */
@@ -328,7 +322,7 @@ static HK_NOINLINE void *refill_quick_detoured(struct hk_heap *h, struct hk_page
 {
     if (atomic_load_explicit(&hk_detour, memory_order_relaxed) != HK_DETOUR_SAMPLE)
         return refill_slow(h, cls);
-    return sampled_hand_out(h, pg, cls, local_take_freed(h, pg, cls, freed), freed);
+    return sampled_hand_out(h, pg, cls, local_take(h, pg, cls, freed), freed);
 }
 
 /* A fresh page for class cls of heap h, or NULL when memory ran out even
@@ -383,7 +377,7 @@ void *hk_refill(unsigned cls)
         if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
             if (HK_UNLIKELY(hk_refill_detoured()))
                 return refill_quick_detoured(h, pg, cls, freed);
-            return hand_out(pg, local_take_freed(h, pg, cls, freed), cls);
+            return hand_out(pg, local_take(h, pg, cls, freed), cls);
         }
     }
     return refill_slow(h, cls);
