@@ -60,11 +60,11 @@ with concurrent.futures.ThreadPoolExecutor(4) as ex:
     print(sum(ex.map(lambda n: len(bytes(n * 1000)), range(64))))
 '
 
-# xz with 8 threads: 30 MB of text, three blocks compressed side by side.
-awk 'BEGIN { srand(2); for (i = 0; i < 600000; i++)
+# xz with 8 threads: 4 MB of text, eight blocks compressed side by side.
+awk 'BEGIN { srand(2); for (i = 0; i < 150000; i++)
 	printf "%d line %s %.6f\n", i, (rand() < 0.5 ? "alpha" : "beta"), rand() }' >"$WORK/input.txt"
 compare "xz -T8 -3 under 1 GB" "${limited[@]}" 1000000 bash -e -c "
-xz -T8 -3 -c '$WORK/input.txt' >out.xz
+xz -T8 -3 --block-size=512KiB -c '$WORK/input.txt' >out.xz
 md5sum <out.xz
 xz -d -T8 -c out.xz | md5sum
 "
