@@ -56,17 +56,6 @@ static void test_idle_release(size_t size, size_t total, size_t slack)
 	free(p);
 }
 
-/* The free memory a single-threaded program's heap keeps per kind of page
- * (small, medium, large) and in its cache of huge blocks. */
-static size_t idle_keep(void)
-{
-	const char *keep = getenv("HAKMEM_IDLE_KEEP");
-	if (keep != NULL)
-		return strtoull(keep, NULL, 10);
-	const char *profile = getenv("HAKMEM_PROFILE");
-	return profile != NULL && strcmp(profile, "lean") == 0 ? 1 * MiB : 4 * MiB;
-}
-
 static void test_all_sizes(size_t keep)
 {
 	/* First the small ones: purges still going on from a big one would
@@ -98,7 +87,7 @@ static void *second_thread(void *arg)
 int main(void)
 {
 	check_init("idle_release");
-	test_all_sizes(idle_keep());
+	test_all_sizes(hakmem_idle_keep());
 	pthread_t t;
 	if (!CHECK(pthread_create(&t, NULL, second_thread, NULL) == 0))
 		return check_finish();

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 size_t rss_bytes(void)
@@ -22,4 +23,13 @@ size_t rss_bytes(void)
 	strtoul(buf, &end, 10);                 /* total program size */
 	unsigned long resident = strtoul(end, NULL, 10);
 	return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+size_t hakmem_idle_keep(void)
+{
+	const char *keep = getenv("HAKMEM_IDLE_KEEP");
+	if (keep != NULL)
+		return strtoull(keep, NULL, 10);
+	const char *profile = getenv("HAKMEM_PROFILE");
+	return profile != NULL && strcmp(profile, "lean") == 0 ? 1 * MiB : 4 * MiB;
 }
