@@ -39,6 +39,7 @@ if ((!list)); then
 	mkdir -p "$LOGS"
 fi
 passed=0 failed=0 skipped=0 checks=0 programs=0 fuzz_execs=0
+cpu_by_test=()
 failed_names=()
 suite_start=$SECONDS
 
@@ -78,11 +79,15 @@ run() {
 	done
 	local log=$LOGS/${name//[^A-Za-z0-9_.-]/_}.log
 	# In a subshell: a test killed by a signal is reported here, not by
-	# bash.  The subshell leaves "STATUS SECONDS" beside the log.
+	# bash.  The subshell leaves "STATUS SECONDS CPU-SECONDS" beside the
+	# log (CPU: its children's user and system time, from `times`).
 	(
 		start=$SECONDS rc=0
 		(timeout -k 10 "$TIMEOUT" "$@") >"$log" 2>&1 </dev/null || rc=$?
-		echo "$rc $((SECONDS - start))" >"$log.rc"
+		times >"$log.times" # the builtin, in this shell: a pipe would fork
+		echo "$rc $((SECONDS - start)) $(awk 'NR == 2 { printf "%.1f\n", cpu_seconds($1) + cpu_seconds($2) }
+			function cpu_seconds(t) { split(t, a, /[ms]/); return a[1] * 60 + a[2] }' "$log.times")" >"$log.rc"
+		rm -f "$log.times"
 	) &
 	job_name[$!]=$name
 	job_xfail[$!]=$xfail
@@ -110,16 +115,17 @@ reap_one() {
 	wait -n -p pid "${!job_name[@]}"
 	local name=${job_name[$pid]} xfail=${job_xfail[$pid]} log=${job_log[$pid]}
 	unset "job_name[$pid]" "job_xfail[$pid]" "job_log[$pid]"
-	local rc=125 secs=0
-	[[ -f $log.rc ]] && read -r rc secs <"$log.rc"
+	local rc=125 secs=0 cpu=0
+	[[ -f $log.rc ]] && read -r rc secs cpu <"$log.rc"
 	rm -f "$log.rc"
+	cpu_by_test+=("$cpu $name")
 	local n_checks n_skips
 	n_checks=$(sum_of checks "$log")
 	n_skips=$(grep -c '^skip:' "$log")
 	checks=$((checks + n_checks))
 	programs=$((programs + $(sum_of programs "$log")))
 	fuzz_execs=$((fuzz_execs + $(sum_of fuzz-execs "$log")))
-	local info="$n_checks checks, ${secs}s"
+	local info="$n_checks checks, ${secs}s, ${cpu}s CPU"
 	((n_skips)) && info+=", $n_skips parts skipped"
 	if ((rc == 0 && xfail)); then
 		echo "XPASS $name ($info): a known gap is fixed; drop --xfail"
@@ -318,6 +324,10 @@ wait_all
 total=$((passed + failed + skipped))
 echo
 echo "tests: $total  checks: $checks  programs compared: $programs  fuzz executions: $fuzz_execs  time: $((SECONDS - suite_start))s"
+# Where the machine's time goes (CI's limit is the suite's CPU time over
+# its cores): the five tests that took the most.
+((${#cpu_by_test[@]})) && printf '%s\n' "${cpu_by_test[@]}" | sort -rn | head -n 5 |
+	awk '{ cpu = $1; $1 = ""; printf "%s%s%.1fs%s", (NR == 1 ? "most CPU:" : ","), $0 " ", cpu, "" } END { print "" }'
 for n in "${failed_names[@]}"; do
 	echo "FAILED: $n"
 done
