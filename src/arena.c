@@ -551,12 +551,6 @@ size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
     size_t page_size = (size_t)1 << shift;
     size_t purged = 0;
     struct hk_page *batch[PURGE_BATCH];
-    /* Over the keep, a quarter of it goes too: a heap that breathes then
-     * gives back coalesced ranges now and then, not a page at every retire
-     * (lua's collector, 100 MiB freed and taken again: 1,679 purges of one
-     * page, each splitting a huge page). */
-    if (r->ndirty > keep && keep != UINT32_MAX)
-        keep -= keep / 4;
     for (;;) {
         size_t n = 0;
         while (n < PURGE_BATCH && r->dirty_tail != NULL &&

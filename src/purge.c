@@ -99,12 +99,21 @@ static const uint32_t keep_abandoned[HK_NKINDS] = {64, 8, 1};
 
 /* How many free pages a region of arena a keeps in a purge of `mode`: what
  * an abandoned heap or an owner keeps is in the first arena, so that the
- * others are free to go. */
+ * others are free to go.  An owner over its keep gives back a quarter of
+ * the keep more: it purges at every retire past the keep, so a heap that
+ * breathes above it would give back a page at a time (lua's collector,
+ * 100 MiB freed and taken again: 1,679 purges of one page, each splitting
+ * a huge page); so it gives back coalesced ranges now and then.  Pool
+ * lock held. */
 static uint32_t region_keep(const struct hk_heap *h, const struct hk_arena *a, unsigned kind,
                             enum hk_purge_mode mode)
 {
-    if (mode == HK_PURGE_OWNER)
-        return a == h->arenas ? hk_purge_owner_keep(h, kind) : 0;
+    if (mode == HK_PURGE_OWNER) {
+        if (a != h->arenas)
+            return 0;
+        uint32_t keep = hk_purge_owner_keep(h, kind);
+        return a->region[kind].ndirty > keep ? keep - keep / 4 : keep;
+    }
     if (mode == HK_PURGE_ABANDONED)
         return a == h->arenas ? keep_abandoned[kind] : 0;
     return UINT32_MAX;

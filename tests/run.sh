@@ -327,7 +327,7 @@ echo "tests: $total  checks: $checks  programs compared: $programs  fuzz executi
 # Where the machine's time goes (CI's limit is the suite's CPU time over
 # its cores): the five tests that took the most.
 ((${#cpu_by_test[@]})) && printf '%s\n' "${cpu_by_test[@]}" | sort -rn | head -n 5 |
-	awk '{ cpu = $1; $1 = ""; printf "%s%s%.1fs%s", (NR == 1 ? "most CPU:" : ","), $0 " ", cpu, "" } END { print "" }'
+	awk '{ cpu = $1; $1 = ""; printf "%s%s %.1fs", (NR == 1 ? "most CPU:" : ","), $0, cpu } END { print "" }'
 for n in "${failed_names[@]}"; do
 	echo "FAILED: $n"
 done

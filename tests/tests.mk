@@ -37,7 +37,7 @@ PROG_BINS := $(foreach c,$(CONFIGS),$(PROGS:%=$(T)/$(c)/%))
 include tests/sanitize.mk
 
 .PHONY: test tests-build tests-deps
-# The builds use every CPU (a serial build was a twentieth of CI's time);
+# The builds use every CPU (serial, they were about a twelfth of CI's time);
 # `make -jN test` is honoured as given.
 BUILD_JOBS := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 test:
