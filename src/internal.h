@@ -71,8 +71,12 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_FAST_INDEXES (HK_FAST_MAX / 16 + 1) /* (size + 15) >> 4, for these */
 
 /* Size classes: 1..8 in 16-byte steps up to 128 B, then four per doubling up
- * to 512 KiB; 0 is never used (size 0 is served by class 1). */
-#define HK_NCLASSES 57
+ * to 512 KiB (5/4, 3/2, 7/4 and 2 times the doubling's base), and in the
+ * doublings from 1 KiB to 8 KiB a fifth first, 9/8 of the base (size_class.c
+ * says why); 0 is never used (size 0 is served by class 1). */
+#define HK_NINTH_FIRST_BITS 10 /* the doublings above 2^10 .. 2^13 have a 9/8 class */
+#define HK_NINTH_LAST_BITS 13
+#define HK_NCLASSES (57 + HK_NINTH_LAST_BITS - HK_NINTH_FIRST_BITS + 1)
 
 #define HK_OS_PAGE 4096
 #define HK_CACHE_LINE 64
@@ -243,24 +247,33 @@ extern struct hk_class hk_classes[HK_NCLASSES];
 extern uint8_t hk_class_of_index[HK_FAST_INDEXES]; /* by (size + 15) >> 4 */
 extern unsigned hk_first_medium_class; /* this class and above: medium or large */
 /* The class of a size in (HK_SMALL_MAX, HK_LARGE_MAX], by (size -
- * HK_SMALL_MAX - 1) >> 10: the classes there begin at multiples of 1 KiB. */
-extern uint8_t hk_class_of_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 10];
+ * HK_SMALL_MAX - 1) >> 9: the classes there begin at multiples of 512 B. */
+extern uint8_t hk_class_of_half_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 9];
 
-/* The class of a size in (128, HK_LARGE_MAX]: four per doubling. */
+/* The class of a size in (128, HK_LARGE_MAX]: the quarter of its doubling,
+ * after the classes of the doublings below, and where the doubling has a
+ * 9/8 class, the first quarter's lower half is that class. */
 static inline unsigned hk_size_class_above_128(size_t size)
 {
     size_t s = size - 1;
     unsigned bits = 63 - (unsigned)__builtin_clzl(s); /* size in (2^bits, 2^(bits+1)] */
     unsigned step = (unsigned)(s >> (bits - 2)) & 3;
-    return 9 + (bits - 7) * 4 + step;
+    unsigned ninths_below = bits < HK_NINTH_FIRST_BITS ? 0
+                          : bits > HK_NINTH_LAST_BITS ? HK_NINTH_LAST_BITS - HK_NINTH_FIRST_BITS + 1
+                          : bits - HK_NINTH_FIRST_BITS;
+    unsigned c = 9 + (bits - 7) * 4 + ninths_below + step;
+    if (bits >= HK_NINTH_FIRST_BITS && bits <= HK_NINTH_LAST_BITS)
+        c += step != 0 || ((s >> (bits - 3)) & 1);
+    return c;
 }
 
-/* The class of a size up to HK_LARGE_MAX. */
+/* The class of a size up to HK_LARGE_MAX, from the tables: 0 before they
+ * are built. */
 static inline unsigned hk_size_class(size_t size)
 {
     if (size <= HK_FAST_MAX)
         return hk_class_of_index[(size + 15) >> 4];
-    return hk_size_class_above_128(size);
+    return hk_class_of_half_kib[(size - HK_SMALL_MAX - 1) >> 9];
 }
 /* The smallest class whose blocks all are aligned to 2^a, from class c up
  * (0: none), for a from HK_ALIGN_MIN_LOG (32 B) to HK_ALIGN_MAX_LOG. */
