@@ -20,7 +20,6 @@
  * huge registry took the registry's lock twice more, with its hash and its
  * spare mappings.
  */
-#include <string.h>
 #include <sys/resource.h>
 
 #include "internal.h"
@@ -107,7 +106,7 @@ void *hk_slot_alloc(unsigned cls, uint32_t site)
     struct slot_class *c = &held.classes[cls];
     struct slot_header *h = c->free;
     if (h != NULL) {
-        memcpy(&c->free, h, sizeof c->free);
+        c->free = (struct slot_header *)h->self;
         if (h->site != PURGED)
             held.dirty -= stride;
     } else {
@@ -154,7 +153,7 @@ void hk_slot_push(struct slot_header *h)
     struct slot_class *c = &held.classes[h->cls];
     if (h->site != PURGED)
         held.dirty += stride_of(hk_classes[h->cls].block_size);
-    memcpy(h, &c->free, sizeof c->free);
+    h->self = (uintptr_t)c->free;
     c->free = h;
 }
 
@@ -188,7 +187,7 @@ void hk_slot_release_free(void)
                 purge(h, hk_classes[cls].block_size);
                 held.dirty -= stride_of(hk_classes[cls].block_size);
             }
-            memcpy(&h, h, sizeof h);
+            h = (struct slot_header *)h->self;
         }
     }
 }
