@@ -103,6 +103,10 @@ static size_t header_size(size_t extra, const uint32_t *npages, bool compact)
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
 {
     size_t header_bytes = header_size(extra, compact_region_pages, true);
+    /* A heap's compact arena costs one OS page beside what its classes use:
+     * a struct hk_heap grown past it (64 size classes did) cost 256 threads
+     * under a 64 MiB address-space limit 1 MiB, as api/address_limit saw. */
+    HK_ASSERT(header_bytes == HK_OS_PAGE);
     if (header_size(extra, region_pages, false) > ((size_t)1 << HK_SMALL_PAGE_SHIFT))
         hk_fatal("arena header does not fit in page 0");
     bool compact = false;
