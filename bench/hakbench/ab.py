@@ -3,10 +3,10 @@
 Each revision is checked out in a git worktree under build/ab/<commit> and
 built there with `make lib` (the special revision WORKTREE is the current
 work tree, built in place).  The same workload binaries run both libraries,
-A B A B ..., and each workload's change is the ratio of the medians.  The
-verdict follows the original hakmem's protocol: GO above +1%, NO-GO below
--1%, NEUTRAL in between; a change smaller than the runs' own spread (largest
-CV of the two) is marked as within noise.
+A B, B A, A B ... (suite.py), and each workload's change is the ratio of
+the medians.  The verdict follows the original hakmem's protocol: GO above
++1%, NO-GO below -1%, NEUTRAL in between; a change smaller than the runs'
+own spread (largest CV of the two) is marked as within noise.
 """
 import json
 import os
@@ -71,7 +71,7 @@ def run(rev_a, rev_b, workloads, runs, scale, timeout, command):
     a = allocators.hakmem(lib_a, name="A", version=label_a)
     b = allocators.hakmem(lib_b, name="B", version=label_b)
     print(f"ab: A = {label_a}\n    B = {label_b}\n"
-          f"    {len(workloads)} workloads x {runs} runs each, interleaved A B A B ...",
+          f"    {len(workloads)} workloads x {runs} runs each, interleaved A B, B A, ...",
           flush=True)
     results = suite.run_suite(workloads, [a, b], runs, scale, timeout=timeout,
                               out=suite.printer)

@@ -1,8 +1,14 @@
 """The interleaved suite: every workload, every allocator, N runs each.
 
 For each workload and each run index, every allocator runs once before the
-next run index starts (A B C D A B C D ...), so a slow spell of the shared
-machine hits all allocators alike rather than one.
+next run index starts, so a slow spell of the shared machine hits all
+allocators alike rather than one.  Each run index starts one allocator
+later (A B C D, B C D A, C D A B ...): on the project's VM a run that
+follows other work can be several times slower, its time in the kernel
+zeroing the pages it faults in (`large` with hakmem, the first of four
+runs after large-5m: 518 calls/s, then 2,567-2,995; tcmalloc's first
+1,691, then 2,042-2,338), and with a fixed order that was always the
+first allocator's run.
 """
 import os
 import shutil
@@ -80,7 +86,7 @@ def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
         per_alloc = {a.name: [] for a in allocs}
         for i in range(runs):
             line = []
-            for a in allocs:
+            for a in allocs[i % len(allocs):] + allocs[:i % len(allocs)]:
                 earlier = per_alloc[a.name]
                 if earlier and earlier[-1].error and "timed out" in earlier[-1].error:
                     # A hang costs the whole timeout: do not wait for it again.
