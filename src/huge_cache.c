@@ -5,8 +5,10 @@
  * for is split (the rest stays cached), neighbouring ranges are merged, and
  * the whole is bounded in bytes (oldest out first) and in time (the purger
  * or the next huge call unmaps what waited longer than huge_cache_ms).  The
- * byte bound grows with the bytes in live huge blocks: a program that works
- * with 100 MiB buffers gains from keeping one more than one that uses 1 MiB.
+ * byte bound may grow with the bytes in live huge blocks (the profile's
+ * huge_cache_live_pct: a program that works with 100 MiB buffers gains from
+ * keeping one more than one that uses 1 MiB; 0 in the balanced profile,
+ * ARCHITECTURE says why).
  */
 #include <pthread.h>
 
