@@ -226,7 +226,7 @@ HK_NOINLINE void *hk_bitmap_malloc(size_t size)
     struct hk_heap *h = hk_tls.heap;
     if (HK_UNLIKELY(h == NULL))
         return HK_SECURE_BITMAP_TAKEN(hk_bitmap_alloc_slow(NULL, hk_size_class_above_128(size)));
-    size_t cls = hk_class_of_half_kib[(size - HK_SMALL_MAX - 1) >> 9];
+    size_t cls = hk_class_above_small(size);
     struct hk_page *pg = h->current[cls];
     if (HK_UNLIKELY(pg == NULL))
         return class_without_page(h, cls); /* a huge block, or checked there */

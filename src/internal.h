@@ -267,13 +267,20 @@ static inline unsigned hk_size_class_above_128(size_t size)
     return c;
 }
 
+/* The class of a size in (HK_SMALL_MAX, HK_LARGE_MAX], from the table: 0
+ * before it is built. */
+static inline unsigned hk_class_above_small(size_t size)
+{
+    return hk_class_of_half_kib[(size - HK_SMALL_MAX - 1) >> 9];
+}
+
 /* The class of a size up to HK_LARGE_MAX, from the tables: 0 before they
  * are built. */
 static inline unsigned hk_size_class(size_t size)
 {
     if (size <= HK_FAST_MAX)
         return hk_class_of_index[(size + 15) >> 4];
-    return hk_class_of_half_kib[(size - HK_SMALL_MAX - 1) >> 9];
+    return hk_class_above_small(size);
 }
 /* The smallest class whose blocks all are aligned to 2^a, from class c up
  * (0: none), for a from HK_ALIGN_MIN_LOG (32 B) to HK_ALIGN_MAX_LOG. */
