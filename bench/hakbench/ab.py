@@ -3,13 +3,18 @@
 Each revision is checked out in a git worktree under build/ab/<commit> and
 built there with `make lib` (the special revision WORKTREE is the current
 work tree, built in place).  The same workload binaries run both libraries,
-A B, B A, A B ... (suite.py), and each workload's change is the ratio of
-the medians.  The verdict follows the original hakmem's protocol: GO above
-+1%, NO-GO below -1%, NEUTRAL in between; a change smaller than the runs'
-own spread (largest CV of the two) is marked as within noise.
+A B, B A, A B ... (suite.py), and each workload's change is the median of
+the rounds' ratios B/A: a round runs A and B back to back, so a machine
+that drifts between rounds (this project's VM: 1.5x between minutes) moves
+both alike, where the ratio of the two medians takes the drift as a change.
+The verdict follows the original hakmem's protocol: GO above +1%, NO-GO
+below -1%, NEUTRAL in between; a change whose rounds' middle half (the
+interquartile range of the ratios) reaches both sides of 0 is marked as
+within noise.
 """
 import json
 import os
+import statistics
 import subprocess
 
 from . import allocators, machine, output, paths, suite, tables
@@ -58,9 +63,20 @@ def build(rev):
     return f"{rev} ({sha[:12]})", lib
 
 
-def verdict(change_pct, noise_pct):
+def paired_change(cell_a, cell_b):
+    """Median and quartiles, in %, of B's change against A round by round
+    (runs[i] of both cells is round i: a failed run fails the workload)."""
+    ratios = [rb["ops_per_sec"] / ra["ops_per_sec"] - 1.0
+              for ra, rb in zip(cell_a["runs"], cell_b["runs"])]
+    if len(ratios) < 2:
+        return 100.0 * ratios[0], 100.0 * ratios[0], 100.0 * ratios[0]
+    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return 100.0 * median, 100.0 * q1, 100.0 * q3
+
+
+def verdict(change_pct, q1_pct, q3_pct):
     v = "GO" if change_pct > BAND_PCT else "NO-GO" if change_pct < -BAND_PCT else "NEUTRAL"
-    return v + (" (within noise)" if abs(change_pct) < noise_pct and v != "NEUTRAL" else "")
+    return v + (" (within noise)" if q1_pct < 0 < q3_pct and v != "NEUTRAL" else "")
 
 
 def run(rev_a, rev_b, workloads, runs, scale, timeout, command):
@@ -84,26 +100,31 @@ def run(rev_a, rev_b, workloads, runs, scale, timeout, command):
             rows.append([e["name"], "-", "-", "-", "-", f"FAILED ({which})"])
             doc_rows.append({"workload": e["name"], "verdict": f"FAILED ({which})"})
             continue
-        change = 100.0 * (sb["median"] / sa["median"] - 1.0)
+        change, q1, q3 = paired_change(ca, cb)
         noise = max(sa["cv_pct"], sb["cv_pct"])
         rss = 100.0 * (cb["peak_rss_kb"]["median"] / ca["peak_rss_kb"]["median"] - 1.0)
-        v = verdict(change, noise)
+        v = verdict(change, q1, q3)
         rows.append([e["name"], tables.rate(sa["median"]), tables.rate(sb["median"]),
-                     f"{change:+.2f}%", f"{noise:.1f}%", f"{rss:+.1f}%", v])
+                     f"{change:+.2f}%", f"{q1:+.1f}% .. {q3:+.1f}%", f"{noise:.1f}%",
+                     f"{rss:+.1f}%", v])
         doc_rows.append({"workload": e["name"], "a": sa, "b": sb, "change_pct": change,
-                         "noise_pct": noise, "peak_rss_change_pct": rss, "verdict": v})
-    headers = ["workload", "A ops/s", "B ops/s", "change", "max CV", "peak RSS", "verdict"]
-    rows = [r if len(r) == 7 else r[:5] + ["-", r[5]] for r in rows]
-    print("\nA/B: change of B against A (medians of %d runs each)\n" % runs
-          + tables.text(headers, rows))
+                         "change_q1_pct": q1, "change_q3_pct": q3, "noise_pct": noise,
+                         "peak_rss_change_pct": rss, "verdict": v})
+    headers = ["workload", "A ops/s", "B ops/s", "change", "middle half", "max CV",
+               "peak RSS", "verdict"]
+    rows = [r if len(r) == 8 else r[:5] + ["-", "-", r[5]] for r in rows]
+    print("\nA/B: change of B against A (median of %d rounds' ratios; medians of the runs)\n"
+          % runs + tables.text(headers, rows))
     base = output.base("ab")
     m = machine.describe()
     with open(base + ".md", "w") as f:
         f.write("\n".join([
             "# hakmem A/B", "", f"- A: {label_a}, `{paths.rel(lib_a)}`",
             f"- B: {label_b}, `{paths.rel(lib_b)}`",
-            f"- {runs} runs each, interleaved; scale {scale:g}; verdict: GO above "
-            f"+{BAND_PCT:g}%, NO-GO below -{BAND_PCT:g}%, NEUTRAL between",
+            f"- {runs} runs each, interleaved; scale {scale:g}; change: the median of "
+            f"the rounds' ratios B/A, and their middle half; verdict: GO above "
+            f"+{BAND_PCT:g}%, NO-GO below -{BAND_PCT:g}%, NEUTRAL between, within "
+            f"noise when the middle half reaches both sides of 0",
             f"- Machine: {m['cpu']}, {m['cores']} cores; {m['date']}",
             f"- Command: `{command}`", "", tables.markdown(headers, rows), ""]))
     with open(base + ".json", "w") as f:
