@@ -39,12 +39,10 @@ HK_API void *hak_calloc(size_t count, size_t size)
 }
 HK_ALIAS(calloc, hak_calloc)
 
-/* Usable size of a live block, or 0 for NULL; aborts on a foreign pointer.
- * The thread's own blocks are found by masking, as free finds them. */
-size_t hk_usable_size(const void *p, const char *call)
+/* Everything but the thread's own blocks: out of line, so that
+ * hk_usable_size's common path keeps no stack frame. */
+static HK_NOINLINE size_t usable_size_slow(const void *p, const char *call)
 {
-    if (!HK_SECURE_ON && hk_own_arena(p))
-        return hk_page_of_block(p)->block_size;
     if (p == NULL)
         return 0;
     struct hk_page *pg = hk_page_of(p);
@@ -60,6 +58,15 @@ size_t hk_usable_size(const void *p, const char *call)
     if (size == 0)
         hk_invalid_pointer(call, p);
     return size;
+}
+
+/* Usable size of a live block, or 0 for NULL; aborts on a foreign pointer.
+ * The thread's own blocks are found by masking, as free finds them. */
+size_t hk_usable_size(const void *p, const char *call)
+{
+    if (!HK_SECURE_ON && hk_own_arena(p))
+        return hk_page_of_block(p)->block_size;
+    return usable_size_slow(p, call);
 }
 
 HK_API size_t hak_malloc_usable_size(const void *p)
