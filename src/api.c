@@ -75,17 +75,13 @@ HK_API size_t hak_malloc_usable_size(const void *p)
 }
 HK_ALIAS(malloc_usable_size, hak_malloc_usable_size)
 
-HK_API void *hak_realloc(void *p, size_t size)
+/* realloc of a block of `old` usable bytes that must move (or be freed). */
+static HK_NOINLINE void *realloc_move(void *p, size_t size, size_t old)
 {
-    if (p == NULL)
-        return hak_malloc(size);
-    size_t old = hk_usable_size(p, "realloc");
     if (size == 0) { /* as glibc: free and return NULL */
         hak_free(p);
         return NULL;
     }
-    if (size <= old && (size >= old / 2 || old <= 32))
-        return p; /* shrinking a little: keep the block */
     if (old > HK_LARGE_MAX && size > HK_LARGE_MAX) {
         void *q = hk_huge_realloc(p, size); /* the kernel moves the pages */
         if (q != NULL)
@@ -97,6 +93,31 @@ HK_API void *hak_realloc(void *p, size_t size)
     memcpy(q, p, size < old ? size : old);
     hak_free(p);
     return q;
+}
+
+/* Growing within the block, or shrinking it a little, keeps it. */
+static inline bool realloc_keeps(size_t size, size_t old)
+{
+    return size != 0 && size <= old && (size >= old / 2 || old <= 32);
+}
+
+static HK_NOINLINE void *realloc_slow(void *p, size_t size)
+{
+    if (p == NULL)
+        return hak_malloc(size);
+    size_t old = hk_usable_size(p, "realloc");
+    return realloc_keeps(size, old) ? p : realloc_move(p, size, old);
+}
+
+/* The thread's own block that stays where it is (a string grown by a few
+ * bytes) is answered with no stack frame and no call. */
+HK_API void *hak_realloc(void *p, size_t size)
+{
+    if (!HK_SECURE_ON && hk_own_arena(p)) {
+        size_t old = hk_page_of_block(p)->block_size;
+        return realloc_keeps(size, old) ? p : realloc_move(p, size, old);
+    }
+    return realloc_slow(p, size);
 }
 HK_ALIAS(realloc, hak_realloc)
 
