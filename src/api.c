@@ -43,11 +43,9 @@ HK_API void *hak_calloc(size_t count, size_t size)
         return NULL;
     }
 #ifndef HK_SECURE
-    if (HK_LIKELY(total <= HK_FAST_MAX)) {
-        void *p = hk_tls_pop(hk_tls.class_of[(total + 15) >> 4]);
-        if (HK_LIKELY(p != NULL))
-            return memset(p, 0, total);
-    }
+    void *p = hk_small_pop(total);
+    if (HK_LIKELY(p != NULL))
+        return memset(p, 0, total);
 #endif
     return calloc_slow(total);
 }

@@ -47,12 +47,8 @@ static HK_NOINLINE void *new_slow(size_t size, bool nothrow)
  * test its result, 7 instructions on top of malloc's 11. */
 static inline void *new_plain(size_t size, bool nothrow)
 {
-    if (HK_LIKELY(size <= HK_FAST_MAX)) {
-        void *block = hk_tls_pop(hk_tls.class_of[(size + 15) >> 4]);
-        if (HK_LIKELY(block != NULL))
-            return block;
-    }
-    return new_slow(size, nothrow);
+    void *block = hk_small_pop(size);
+    return HK_LIKELY(block != NULL) ? block : new_slow(size, nothrow);
 }
 
 static inline void *new_aligned(size_t size, size_t align, bool nothrow)

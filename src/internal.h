@@ -552,6 +552,14 @@ static inline void *hk_tls_pop(unsigned cls)
     }
     return block;
 }
+/* malloc's fast path for a size: the first block of the TLS list of its
+ * class; NULL above HK_FAST_MAX, when the list is empty, or before the
+ * thread has a heap (its class table is all 0 then, and class 0's list
+ * always empty). */
+static inline void *hk_small_pop(size_t size)
+{
+    return size <= HK_FAST_MAX ? hk_tls_pop(hk_tls.class_of[(size + 15) >> 4]) : NULL;
+}
 void hk_page_event(void *block); /* a local free of block brought used to zero */
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
 struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);
@@ -1033,8 +1041,9 @@ void *hk_aligned_slow(size_t align, size_t size);
  * (before the class tables are built, every class is 0: NULL). */
 static inline void *hk_aligned_pop(size_t align, size_t size)
 {
-    unsigned cls = align > 16 ? hk_aligned_class(size, align)
-                 : size <= HK_FAST_MAX ? hk_size_class(size) : 0;
+    if (align <= 16)
+        return hk_small_pop(size);
+    unsigned cls = hk_aligned_class(size, align);
     return cls != 0 ? hk_tls_pop(cls) : NULL;
 }
 
