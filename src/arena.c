@@ -88,13 +88,21 @@ static uint32_t class_map_bytes(void)
     return region_pages[HK_SMALL] + region_pages[HK_MEDIUM] + region_pages[HK_LARGE];
 }
 
+/* A full-size arena's class map begins at HK_CLASS_MAP_OFFSET (block_home.h),
+ * past room for the header, a heap and the maps in any arena. */
+_Static_assert(HK_CLASS_MAP_OFFSET + HK_SMALL_REGION_PAGES + HK_MEDIUM_REGION_PAGES +
+                       HK_LARGE_REGION_PAGES <= ((size_t)1 << HK_SMALL_PAGE_SHIFT),
+               "the class map ends in page 0");
+
 static size_t header_size(size_t extra, const uint32_t *npages, bool compact)
 {
     size_t bytes = sizeof(struct hk_arena) + ((extra + 63) & ~(size_t)63);
     for (unsigned k = 0; k < HK_NKINDS; k++)
         bytes += map_words(npages[k]) * sizeof(uint64_t);
-    if (!compact)
-        bytes += class_map_bytes();
+    if (!compact) {
+        HK_ASSERT(bytes <= HK_CLASS_MAP_OFFSET);
+        bytes = HK_CLASS_MAP_OFFSET + class_map_bytes();
+    }
     return (bytes + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
 }
 
@@ -148,7 +156,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
         r->cleanmap = maps;
         maps += map_words(r->npages);
     }
-    a->page_class = compact ? NULL : (uint8_t *)maps; /* zero: every page free */
+    a->page_class = compact ? NULL : (uint8_t *)base + HK_CLASS_MAP_OFFSET; /* zero: every page free */
     hk_stat_add(&hk_os_stats.arenas, 1);
     atomic_store_explicit(&hk_arena_table[slot], a, memory_order_release);
     return a;

@@ -17,6 +17,18 @@
 #define HK_MEDIUM_REGION_PAGES ((1u << 30) >> HK_MEDIUM_PAGE_SHIFT)
 #define HK_LARGE_REGION_PAGES ((1u << 30) >> HK_LARGE_PAGE_SHIFT)
 
+/* Where a full-size arena's class map lies from its base: past the arena
+ * header, room for a heap and the region maps, whether the arena holds a
+ * heap or not, so that a free finds it from the block's address alone and
+ * its load need not wait for the arena header's (server, where most frees
+ * are of other threads' blocks: 1.003 to 1.12 as fast in four paired runs). */
+#define HK_REGION_MAPS_BYTES                                                              \
+    ((((HK_SMALL_REGION_PAGES + 63) / 64) + ((HK_MEDIUM_REGION_PAGES + 63) / 64) +         \
+      ((HK_LARGE_REGION_PAGES + 63) / 64)) * sizeof(uint64_t))
+#define HK_CLASS_MAP_OFFSET                                                               \
+    ((sizeof(struct hk_arena) + ((sizeof(struct hk_heap) + 63) & ~(size_t)63) +          \
+      HK_REGION_MAPS_BYTES + 63) & ~(size_t)63)
+
 /* A page's byte in its arena's class map: the regions' maps side by side. */
 static inline uint32_t hk_class_map_index(unsigned kind, uint32_t index)
 {
@@ -48,8 +60,10 @@ static inline bool hk_region_block_home(struct hk_arena *a, uintptr_t p, uintptr
     struct hk_page *pg = hk_page_header(base, shift);
     unsigned cls;
     if (HK_LIKELY(a->page_class != NULL)) {
-        /* Page 0 and pages never handed out have 0 there, as free ones. */
-        cls = a->page_class[hk_class_map_index(kind, index)];
+        /* Page 0 and pages never handed out have 0 there, as free ones.
+         * The map's address is a->page_class's, computed from p. */
+        const uint8_t *map = (const uint8_t *)(p & ~(uintptr_t)(HK_ARENA_SIZE - 1)) + HK_CLASS_MAP_OFFSET;
+        cls = map[hk_class_map_index(kind, index)];
         const struct hk_class *k = &hk_classes[cls];
         if (cls == 0 || /* a free page */
             !hk_block_start(p - base, k->first_block, k->block_size, k->div_magic, k->capacity))
