@@ -85,8 +85,10 @@ struct hk_heap *hk_heap_attach(void)
     tls_bind(h);
     /* While sampling, an abandoned heap's trim budget ends at its last
      * thread's point: this thread's first count goes to the profiler. */
-    if (hk_heap_sampling)
+    if (hk_heap_sampling) {
         h->trim_budget = h->trim_budget_set = 0;
+        hk_heap_sample_attached(h);
+    }
     /* A non-NULL value makes pthread call heap_thread_exit at thread exit. */
     pthread_setspecific(heap_key, h);
     /* The program has threads of its own from now on: it may have a

@@ -417,7 +417,6 @@ struct stack_memo {
     uint32_t changed;  /* rules_changed when it was taken */
     uintptr_t slot[MEMO_FRAMES], ret[MEMO_FRAMES]; /* frame k >= 1 was read at slot[k] */
 };
-static __thread struct stack_memo memo __attribute__((tls_model("initial-exec")));
 
 static bool memo_matches(const struct stack_memo *m, uintptr_t ip, uintptr_t sp)
 {
@@ -547,7 +546,6 @@ struct stack_memo {
     uint32_t site;
     bool taken;
 };
-static __thread struct stack_memo memo;
 
 static unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_t *site)
 {
@@ -651,21 +649,57 @@ static void unlock_and_dump_wanted(void)
     }
 }
 
+/* The memo of the calling thread's heap, made at its first sample (NULL
+ * for a thread without a heap, or with no memory to be had).  A heap is one
+ * thread's at a time; memos come from chunks of their own and last as long
+ * as heaps do.  (As static TLS, every thread of every program paid 552
+ * bytes for it, and a program that dlopens hakmem draws that from glibc's
+ * small static TLS surplus.) */
+#define MEMO_CHUNK ((size_t)64 << 10)
+static struct stack_memo *heap_memo(void)
+{
+    static char *next, *end;
+    struct hk_heap *h = hk_tls.heap;
+    if (h == NULL || h->stack_memo != NULL)
+        return h == NULL ? NULL : h->stack_memo;
+    hk_lock(&held.lock);
+    if ((size_t)(end - next) < sizeof(struct stack_memo)) {
+        next = hk_os_map(MEMO_CHUNK); /* zero: a memo of no site */
+        end = next == NULL ? NULL : next + MEMO_CHUNK;
+    }
+    if (next != NULL) {
+        h->stack_memo = (struct stack_memo *)next;
+        next += (sizeof(struct stack_memo) + 63) & ~(size_t)63;
+    }
+    hk_unlock(&held.lock);
+    return h->stack_memo;
+}
+
+/* The memo's slots were in the last thread's stack. */
+void hk_heap_sample_attached(struct hk_heap *h)
+{
+    if (h->stack_memo != NULL)
+        h->stack_memo->site = 0;
+}
+
 /* Record a sampled allocation of `size` bytes made from the caller's
  * caller; its site + 1 (0: not recorded). */
 static uint32_t record(uint64_t size, unsigned cls, void **slot)
 {
     uintptr_t pc[DEPTH];
     uint32_t known;
-    unsigned n = capture(pc, &memo, &known);
+    struct stack_memo *memo = heap_memo();
+    unsigned n = capture(pc, memo, &known);
     hk_lock(&held.lock);
     uint32_t id = known;
     if (id == 0 || n != 0) {
         id = site_of(pc, n);
         HK_ASSERT(known == 0 || known == id); /* a matching memo names the site walked */
-        if (memo.taken)
-            memo.site = id;
-        memo.taken = false;
+        if (memo != NULL) {
+            if (memo->taken)
+                memo->site = id;
+            memo->taken = false;
+        }
     }
     if (id == 0) {
         held.dropped++;

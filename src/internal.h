@@ -410,6 +410,10 @@ struct hk_heap {
      * route_period_end. */
     uint8_t routed[HK_NCLASSES];
     uint64_t route_period_end;
+    /* The heap profiler's memo of its thread's last stack, made at the
+     * thread's first sample (heap_profile.c): it goes with the heap, so it
+     * costs no TLS, and no memory unless profiling. */
+    struct stack_memo *stack_memo;
 };
 
 static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
@@ -984,6 +988,7 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);
  * when profiled (else 0). */
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site);
 void hk_heap_sample_freed(uint32_t site, size_t size);
+void hk_heap_sample_attached(struct hk_heap *h); /* h has a new thread */
 /* A sampled block of a size class (sample_slot.c, under the profiler's
  * lock): its slot, site + 1 kept with it; NULL if there is no room. */
 void *hk_slot_alloc(unsigned cls, uint32_t site);

@@ -223,6 +223,10 @@ else
 		failed_names+=("setup: hardened build")
 	fi
 
+	# Loaded by dlopen into a running program (python3's ctypes): within
+	# glibc's static TLS surplus, and serving threads made before it.
+	run "api/dlopen" python3 tests/api/dlopen.py "$LIB"
+
 	# Strict overcommit accounting, where this machine lets it be set.
 	run_alone "api/strict_overcommit" tests/overcommit.sh "$B" "$LIB"
 
