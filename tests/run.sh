@@ -217,6 +217,7 @@ else
 			"$B/plain/hardened/misuse"
 		run "hardened/misuse [secure static]" "${hardened[@]}" "$B/secure-static/hardened/misuse"
 		run "hardened/misuse [default: recorded]" env LD_PRELOAD="$LIB" "$B/plain/hardened/misuse"
+		run "secure/api/dlopen" python3 tests/api/dlopen.py "$SECURE_LIB"
 	elif ((!list)); then
 		echo "FAIL  setup: build/libhakmem-secure.so is missing (make secure)"
 		failed=$((failed + 1))
