@@ -54,11 +54,13 @@
 #define MAX_SITES (1u << 16)  /* distinct stacks; more are not recorded */
 #define INDEX_SIZE (MAX_SITES * 2)
 #define PEAK_STEP_PCT 125     /* a peak dump when live passes 125% of the last */
-/* Peak dumps while the program runs, at most one a second: each writes
- * the whole profile and the maps (large-5m, 14 ms, made 9 of them, 11% of
- * its time).  The sites keep their counts at the last peak (keep_peak), so
- * a dump held back writes the same when it comes: at the first sample
- * after the second, or at exit. */
+/* Peak dumps while the program runs, at most one a second unless live
+ * bytes have doubled since the last: each writes the whole profile and the
+ * maps (large-5m, 14 ms, made 9 of them, 11% of its time).  A program
+ * killed (out of memory, say) leaves a dump of at least half its last peak
+ * or from its last second.  The sites keep their counts at the last peak
+ * (keep_peak), so a dump held back writes the same when it comes: at the
+ * first sample after its second, or at exit. */
 #define PEAK_DUMP_MS 1000
 
 bool hk_heap_sampling;
@@ -84,7 +86,8 @@ static struct __attribute__((aligned(64))) {
     uint32_t peak_gen;   /* counts when live_est last rose to a peak */
     uint64_t dropped;    /* samples not recorded: the table was full */
     double live_est;     /* sampled live bytes, scaled to all bytes */
-    double peak_est, peak_dumped;
+    double peak_est;
+    double peak_dumped;  /* live_est of the last peak dump written */
     bool peak_pending;   /* a peak dump is held back until peak_dump_at */
     uint64_t peak_dump_at;
 } held = {.lock = HK_LOCK_INIT, .nsites = 1};
@@ -690,13 +693,15 @@ void hk_heap_sample_attached(struct hk_heap *h)
         h->stack_memo->site = 0;
 }
 
-/* The held-back peak dump, if its second has come; lock held. */
+/* The held-back peak dump, if its second has come or live bytes have
+ * doubled since the last; lock held. */
 static HK_NOINLINE void peak_dump_if_due(void)
 {
     uint64_t now = hk_clock_ms();
-    if (now < held.peak_dump_at)
+    if (now < held.peak_dump_at && held.live_est < 2 * held.peak_dumped)
         return;
     held.peak_pending = false;
+    held.peak_dumped = held.live_est;
     held.peak_dump_at = now + PEAK_DUMP_MS;
     dump_locked("peak");
 }
@@ -737,10 +742,8 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
     if (held.live_est > held.peak_est) {
         held.peak_est = held.live_est;
         held.peak_gen++;
-        if (held.live_est * 100 >= held.peak_dumped * PEAK_STEP_PCT && held.live_est >= 4 * mean) {
-            held.peak_dumped = held.live_est;
+        if (held.live_est * 100 >= held.peak_dumped * PEAK_STEP_PCT && held.live_est >= 4 * mean)
             held.peak_pending = true;
-        }
     }
     if (HK_UNLIKELY(held.peak_pending))
         peak_dump_if_due();

@@ -104,6 +104,18 @@ small)
 	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" small
 	check "site_small: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_small 64
 	;;
+killed)
+	# Killed as it peaks (SIGKILL: no exit dump), the program leaves the
+	# peak dumps made on the way, held to one a second unless live bytes
+	# doubled: the last holds at least half of its 64 MiB.
+	HAKMEM_HEAP_PROFILE=$WORK/k HAKMEM_HEAP_SAMPLE=32K LD_PRELOAD=$LIB "$B/profiled" killed >/dev/null
+	rc=$?
+	check "killed by SIGKILL, no exit dump" test $rc = 137 -a ! -e "$(echo "$WORK"/k.*.exit.heap)"
+	"$HAKMEM" heap --report "$WORK"/k.*.peak.heap >/dev/null 2>&1
+	got=$(live_mib "$(echo "$WORK"/k.*.peak.txt)" site_small)
+	echo "     site_small: $got MiB live in the last peak dump"
+	check "site_small: at least 32 MiB in the last peak dump" awk -v got="$got" 'BEGIN { exit !(got >= 32) }'
+	;;
 interleaved)
 	# Small blocks between medium ones, which pass the profiler only at its
 	# points: each kind's bytes count toward the same next point.

@@ -17,6 +17,7 @@
  *            sizes, realloc keeps the bytes, aligned_alloc's alignment, frees
  *            by another thread; "slots double" and "slots inside" then
  *            free a block twice, or 16 bytes into it (must abort)
+ *   killed   as small, then SIGKILL: no exit dump, only those made on the way
  *   trim     large blocks written whole, allocated and freed (about every
  *            other one a sample, so free sample slots gather); after
  *            malloc_trim the process holds at most 2 MiB more than before
@@ -296,6 +297,10 @@ int main(int argc, char **argv)
         sites();
     } else if (strcmp(mode, "small") == 0) {
         small();
+    } else if (strcmp(mode, "killed") == 0) {
+        small();
+        fflush(stdout);
+        raise(SIGKILL);
     } else if (strcmp(mode, "interleaved") == 0) {
         interleaved();
     } else if (strcmp(mode, "handoff") == 0) {
@@ -311,7 +316,7 @@ int main(int argc, char **argv)
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|interleaved|handoff|busy|signal|trim|slots\n");
+        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|busy|signal|trim|slots\n");
         return 2;
     }
     return 0;
