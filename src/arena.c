@@ -77,7 +77,7 @@ static char *compact_slot(size_t header_bytes)
 
 /* Bytes of page 0 that hold the arena header, `extra` bytes for the caller
  * and the region maps. */
-/* The class map (hk_arena.page_class) has a byte per page of each region,
+/* The class map (block_home.h) has a byte per page of each region,
  * the small region's first: a free from another thread finds the block's
  * class there, in bytes that sit side by side, where its page header would
  * cost a cache miss (the headers are 64 KiB apart, so they all compete for
@@ -156,7 +156,7 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
         r->cleanmap = maps;
         maps += map_words(r->npages);
     }
-    a->page_class = compact ? NULL : (uint8_t *)base + HK_CLASS_MAP_OFFSET; /* zero: every page free */
+    /* The class map is zero, as a fresh mapping is: every page free. */
     hk_stat_add(&hk_os_stats.arenas, 1);
     atomic_store_explicit(&hk_arena_table[slot], a, memory_order_release);
     return a;
@@ -208,6 +208,13 @@ static uint32_t page_index(const struct hk_arena *a, const struct hk_page *pg, u
 {
     uintptr_t offset = (uintptr_t)page_base(pg, kind) - a->base - hk_region_offset(kind);
     return (uint32_t)(offset >> hk_page_shift(kind));
+}
+
+/* pg's byte in its arena's class map, if the arena has one. */
+static void set_page_class(const struct hk_arena *a, const struct hk_page *pg, uint8_t cls)
+{
+    if (!a->compact)
+        hk_class_map(a->base)[hk_class_map_index(pg->kind, page_index(a, pg, pg->kind))] = cls;
 }
 
 static char *header_os_page(char *base, unsigned kind)
@@ -504,8 +511,7 @@ bool hk_arena_page_free(struct hk_page *pg, uint64_t now)
     struct hk_heap *h = a->heap;
     pg->state = HK_PAGE_FREE;
     pg->block_size = 0;
-    if (a->page_class != NULL)
-        a->page_class[hk_class_map_index(pg->kind, page_index(a, pg, pg->kind))] = 0;
+    set_page_class(a, pg, 0);
     pg->freed_at = now;
     pthread_mutex_lock(&h->pool_lock);
     HK_ASSERT(a->pages_in_use > 0);
@@ -670,9 +676,7 @@ void hk_arena_release_empty(struct hk_heap *h)
  * (written after the header, which the owner has set up). */
 void hk_arena_page_in_use(struct hk_page *pg, unsigned cls)
 {
-    struct hk_arena *a = arena_of_page(pg);
-    if (a->page_class != NULL)
-        a->page_class[hk_class_map_index(pg->kind, page_index(a, pg, pg->kind))] = (uint8_t)cls;
+    set_page_class(arena_of_page(pg), pg, (uint8_t)cls);
 }
 
 bool hk_block_home(const void *p, struct hk_block_home *home)

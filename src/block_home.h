@@ -29,6 +29,15 @@
     ((sizeof(struct hk_arena) + ((sizeof(struct hk_heap) + 63) & ~(size_t)63) +          \
       HK_REGION_MAPS_BYTES + 63) & ~(size_t)63)
 
+/* The class map of the full-size arena at arena_base: the class of each
+ * page's blocks, a byte per page of each region (0: free), so that a free
+ * from another thread validates the block without reading its page header
+ * (arena.c writes it).  Compact arenas have none. */
+static inline uint8_t *hk_class_map(uintptr_t arena_base)
+{
+    return (uint8_t *)arena_base + HK_CLASS_MAP_OFFSET;
+}
+
 /* A page's byte in its arena's class map: the regions' maps side by side. */
 static inline uint32_t hk_class_map_index(unsigned kind, uint32_t index)
 {
@@ -59,11 +68,10 @@ static inline bool hk_region_block_home(struct hk_arena *a, uintptr_t p, uintptr
     uintptr_t base = p & ~(((uintptr_t)1 << shift) - 1);
     struct hk_page *pg = hk_page_header(base, shift);
     unsigned cls;
-    if (HK_LIKELY(a->page_class != NULL)) {
+    if (HK_LIKELY(!a->compact)) {
         /* Page 0 and pages never handed out have 0 there, as free ones.
-         * The map's address is a->page_class's, computed from p. */
-        const uint8_t *map = (const uint8_t *)(p & ~(uintptr_t)(HK_ARENA_SIZE - 1)) + HK_CLASS_MAP_OFFSET;
-        cls = map[hk_class_map_index(kind, index)];
+         * The map's address comes from p's, not from the arena's. */
+        cls = hk_class_map(p & ~(uintptr_t)(HK_ARENA_SIZE - 1))[hk_class_map_index(kind, index)];
         const struct hk_class *k = &hk_classes[cls];
         if (cls == 0 || /* a free page */
             !hk_block_start(p - base, k->first_block, k->block_size, k->div_magic, k->capacity))

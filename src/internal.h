@@ -322,11 +322,9 @@ struct hk_arena {
     struct hk_heap *heap;
     struct hk_arena *next; /* the heap's other arenas */
     uintptr_t base;
-    /* The class of each page's blocks, a byte per page of each region
-     * (0: free), so that a free from another thread validates the block
-     * without reading its page header (arena.c); NULL in a compact arena. */
-    uint8_t *page_class;
-    bool compact; /* only what is in use is mapped (arena.c) */
+    /* Only what is in use is mapped (arena.c), and there is no class map
+     * (block_home.h). */
+    bool compact;
     uint32_t header_bytes; /* of page 0: this header, the heap, the maps */
     uint32_t pages_in_use; /* pages not free (guarded by the pool lock) */
     struct hk_region region[HK_NKINDS];
