@@ -113,11 +113,12 @@ static inline bool realloc_keeps(size_t size, size_t old)
     return size != 0 && size <= old && (size >= old / 2 || old <= 32);
 }
 
+/* Not the thread's own block (hak_realloc has tested that). */
 static HK_NOINLINE void *realloc_slow(void *p, size_t size)
 {
     if (p == NULL)
         return hak_malloc(size);
-    size_t old = hk_usable_size(p, "realloc");
+    size_t old = usable_size_slow(p, "realloc");
     return realloc_keeps(size, old) ? p : realloc_move(p, size, old);
 }
 

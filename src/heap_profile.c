@@ -671,8 +671,10 @@ static struct stack_memo *heap_memo(void)
 {
     static char *next, *end;
     struct hk_heap *h = hk_tls.heap;
-    if (h == NULL || h->stack_memo != NULL)
-        return h == NULL ? NULL : h->stack_memo;
+    if (h == NULL)
+        return NULL;
+    if (h->stack_memo != NULL)
+        return h->stack_memo;
     hk_lock(&held.lock);
     if ((size_t)(end - next) < sizeof(struct stack_memo)) {
         next = hk_os_map(MEMO_CHUNK); /* zero: a memo of no site */
