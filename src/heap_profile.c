@@ -59,9 +59,13 @@
  * maps (large-5m, 14 ms, made 9 of them, 11% of its time).  A program
  * killed (out of memory, say) leaves a dump of at least half its last peak
  * or from its last second.  The sites keep their counts at the last peak
- * (keep_peak), so a dump held back writes the same when it comes: at the
- * first sample after its second, or at exit. */
+ * (keep_peak), so a dump held back writes the same when it comes: at a
+ * sample after its second (PEAK_CLOCK_EVERY), or at exit. */
 #define PEAK_DUMP_MS 1000
+/* While one is held back, the clock is read at every 8th sample only (or
+ * when live bytes have doubled): at every sample its reads were 5% of a
+ * profiled random-mixed-medium's extra time. */
+#define PEAK_CLOCK_EVERY 8
 
 bool hk_heap_sampling;
 static bool profiling;
@@ -89,6 +93,7 @@ static struct __attribute__((aligned(64))) {
     double peak_est;
     double peak_dumped;  /* live_est of the last peak dump written */
     bool peak_pending;   /* a peak dump is held back until peak_dump_at */
+    uint8_t clock_skip;  /* samples before the clock is read again */
     uint64_t peak_dump_at;
 } held = {.lock = HK_LOCK_INIT, .nsites = 1};
 static struct site *sites;  /* sites[0] is unused: a site id is never 0 */
@@ -699,6 +704,7 @@ void hk_heap_sample_attached(struct hk_heap *h)
  * doubled since the last; lock held. */
 static HK_NOINLINE void peak_dump_if_due(void)
 {
+    held.clock_skip = PEAK_CLOCK_EVERY - 1;
     uint64_t now = hk_clock_ms();
     if (now < held.peak_dump_at && held.live_est < 2 * held.peak_dumped)
         return;
@@ -747,7 +753,8 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
         if (held.live_est * 100 >= held.peak_dumped * PEAK_STEP_PCT && held.live_est >= 4 * mean)
             held.peak_pending = true;
     }
-    if (HK_UNLIKELY(held.peak_pending))
+    if (HK_UNLIKELY(held.peak_pending) &&
+        (held.clock_skip-- == 0 || held.live_est >= 2 * held.peak_dumped))
         peak_dump_if_due();
     unlock_and_dump_wanted();
     return id + 1;
@@ -953,8 +960,9 @@ bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls)
 /* A medium or large block was just taken and the heap's trim budget ran
  * out, which while sampling ends at the next trim tick or point, whichever
  * comes first (at every block while guarding): the blocks before this one
- * hold no point.  At a point the block goes back and a sampled block serves
- * instead. */
+ * hold no point.  At a point the block goes back, its take undone (pg is
+ * the class's current page: its bit and `used` are all a free would
+ * change), and a sampled block serves instead. */
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
 {
     prof_state();
@@ -970,13 +978,15 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     }
     unsigned what = prof.busy ? 0 : count_block(&prof, size, ~0u);
     hk_sample_arm(h);
-    if (what == 0)
+    void *p;
+    if (what == 0 || (p = sampled_block(size, pg->cls, what)) == NULL)
         return block;
-    void *p = sampled_block(size, pg->cls, what);
-    if (p == NULL)
-        return block;
+    unsigned i = (unsigned)((((uintptr_t)block - (uintptr_t)pg->blocks) * pg->div_magic) >> 32);
+    HK_ASSERT(!(pg->free_map[i / 64] >> (i % 64) & 1));
+    pg->free_map[i / 64] |= (uint64_t)1 << (i % 64);
     hk_count(&h->returned[pg->cls], 1);
-    hk_bitmap_free(pg, block, "malloc");
+    if (--pg->used == 0 || pg->state != HK_PAGE_CURRENT)
+        hk_bitmap_page_event(pg);
     return p;
 }
 

@@ -46,6 +46,7 @@ _Static_assert(sizeof(struct slot_header) == 16, "a slot header is 16 bytes");
 struct slot_class {
     struct slot_header *free; /* free slots' headers, linked through self's place */
     uintptr_t next, end;      /* the class's chunk: slots not handed out yet */
+    size_t stride;            /* from slot to slot (stride_of), set as the range is reserved */
 };
 
 _Atomic uintptr_t hk_slot_lo, hk_slot_hi;
@@ -69,7 +70,7 @@ static size_t stride_of(size_t size)
     return (size + sizeof(struct slot_header) + a - 1) & ~(a - 1);
 }
 
-static bool new_chunk(struct slot_class *c, size_t size)
+static HK_NOINLINE bool new_chunk(struct slot_class *c, size_t size)
 {
     if (hk_slot_lo == 0) {
         if (reserve_failed)
@@ -83,10 +84,12 @@ static bool new_chunk(struct slot_class *c, size_t size)
             return false;
         }
         held.space_next = (uintptr_t)space;
+        for (unsigned k = 1; k < HK_NCLASSES; k++)
+            held.classes[k].stride = stride_of(hk_classes[k].block_size);
         hk_slot_hi = (uintptr_t)space + SLOT_SPACE;
         hk_slot_lo = (uintptr_t)space;
     }
-    size_t stride = stride_of(size), align = align_of(size);
+    size_t stride = c->stride, align = align_of(size);
     if (align < HK_OS_PAGE)
         align = HK_OS_PAGE;
     size_t len = stride * 4 > CHUNK_MIN ? stride * 4 : CHUNK_MIN;
@@ -102,18 +105,19 @@ static bool new_chunk(struct slot_class *c, size_t size)
 
 void *hk_slot_alloc(unsigned cls, uint32_t site)
 {
-    size_t size = hk_classes[cls].block_size, stride = stride_of(size);
     struct slot_class *c = &held.classes[cls];
     struct slot_header *h = c->free;
     if (h != NULL) {
         c->free = (struct slot_header *)h->self;
         if (h->site != PURGED)
-            held.dirty -= stride;
+            held.dirty -= c->stride;
     } else {
-        if (c->end - c->next < stride && !new_chunk(c, size))
+        size_t size = hk_classes[cls].block_size;
+        /* A stride of 0: the range is not reserved yet (new_chunk sets them). */
+        if ((c->stride == 0 || c->end - c->next < c->stride) && !new_chunk(c, size))
             return NULL;
-        h = (struct slot_header *)(c->next + stride - size - sizeof *h);
-        c->next += stride;
+        h = (struct slot_header *)(c->next + c->stride - size - sizeof *h);
+        c->next += c->stride;
     }
     h->self = (uintptr_t)(h + 1);
     h->site = site;
@@ -133,7 +137,7 @@ static void purge(struct slot_header *h, size_t block)
 }
 
 /* p's header if p is a live slot's block, else NULL. */
-static struct slot_header *live_header(const void *p)
+static inline struct slot_header *live_header(const void *p)
 {
     uintptr_t u = (uintptr_t)p;
     if (u - hk_slot_lo >= held.space_next - hk_slot_lo || (u & 15) != 0 || u < hk_slot_lo + 16)
@@ -148,13 +152,17 @@ size_t hk_slot_usable_size(const void *p)
     return h == NULL ? 0 : hk_classes[h->cls].block_size;
 }
 
-void hk_slot_push(struct slot_header *h)
+static inline void push(struct slot_class *c, struct slot_header *h)
 {
-    struct slot_class *c = &held.classes[h->cls];
     if (h->site != PURGED)
-        held.dirty += stride_of(hk_classes[h->cls].block_size);
+        held.dirty += c->stride;
     h->self = (uintptr_t)c->free;
     c->free = h;
+}
+
+void hk_slot_push(struct slot_header *h)
+{
+    push(&held.classes[h->cls], h);
 }
 
 struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *to_purge)
@@ -162,14 +170,14 @@ struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *t
     struct slot_header *h = live_header(p);
     if (h == NULL)
         return NULL;
-    size_t block = hk_classes[h->cls].block_size;
+    struct slot_class *c = &held.classes[h->cls];
     *site = h->site;
     *cls = h->cls;
     h->self = 0;
     h->site = 0;
-    *to_purge = held.dirty + stride_of(block) > KEEP_DIRTY;
+    *to_purge = held.dirty + c->stride > KEEP_DIRTY;
     if (!*to_purge)
-        hk_slot_push(h);
+        push(c, h);
     return h;
 }
 
