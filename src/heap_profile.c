@@ -54,6 +54,12 @@
 #define MAX_SITES (1u << 16)  /* distinct stacks; more are not recorded */
 #define INDEX_SIZE (MAX_SITES * 2)
 #define PEAK_STEP_PCT 125     /* a peak dump when live passes 125% of the last */
+/* ... and once live has reached this many sample means (16 MiB by
+ * default).  Below, the exit dump's peak (exact) is the one that counts: a
+ * dump costs 0.1-0.5 ms (a file written and renamed), and large-5m, a
+ * 14 ms run whose live bytes reach about 20 MiB, spent 12% of its time on
+ * the three it wrote from 2 MiB up. */
+#define PEAK_DUMP_MIN_MEANS 32
 /* Peak dumps while the program runs, at most one a second unless live
  * bytes have doubled since the last: each writes the whole profile and the
  * maps (large-5m, 14 ms, made 9 of them, 11% of its time).  A program
@@ -750,7 +756,7 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
     if (held.live_est > held.peak_est) {
         held.peak_est = held.live_est;
         held.peak_gen++;
-        if (held.live_est * 100 >= held.peak_dumped * PEAK_STEP_PCT && held.live_est >= 4 * mean)
+        if (held.live_est * 100 >= held.peak_dumped * PEAK_STEP_PCT && held.live_est >= PEAK_DUMP_MIN_MEANS * mean)
             held.peak_pending = true;
     }
     if (HK_UNLIKELY(held.peak_pending) &&
