@@ -275,7 +275,7 @@ static void passed_point(struct prof_tls *t, unsigned kind, uint64_t size)
 
 /* Count one block of `size` bytes for the kinds in `mask`: the points it
  * holds (HK_SAMPLE_* bits). */
-static unsigned count_block(struct prof_tls *t, uint64_t size, unsigned mask)
+static inline __attribute__((always_inline)) unsigned count_block(struct prof_tls *t, uint64_t size, unsigned mask)
 {
     unsigned what = 0;
     for (unsigned k = 0; k < KINDS; k++) {
@@ -658,17 +658,23 @@ static void keep_peak(struct site *s)
 
 static void dump_locked(const char *why);
 
-static void unlock_and_dump_wanted(void)
+/* SIGUSR2 came while the lock was held: its dump, now. */
+static HK_COLD void dump_wanted_now(void)
+{
+    hk_lock(&held.lock);
+    if (dump_wanted) {
+        dump_wanted = 0;
+        dump_locked(NULL);
+    }
+    hk_unlock(&held.lock);
+}
+
+/* Inline: every sample and every sampled free lets the lock go here. */
+static inline __attribute__((always_inline)) void unlock_and_dump_wanted(void)
 {
     hk_unlock(&held.lock);
-    if (dump_wanted) {
-        hk_lock(&held.lock);
-        if (dump_wanted) {
-            dump_wanted = 0;
-            dump_locked(NULL);
-        }
-        hk_unlock(&held.lock);
-    }
+    if (HK_UNLIKELY(dump_wanted))
+        dump_wanted_now();
 }
 
 /* The memo of the calling thread's heap, made at its first sample (NULL
@@ -722,7 +728,7 @@ static HK_NOINLINE void peak_dump_if_due(void)
 
 /* Record a sampled allocation of `size` bytes made from the caller's
  * caller; its site + 1 (0: not recorded). */
-static uint32_t record(uint64_t size, unsigned cls, void **slot)
+static inline __attribute__((always_inline)) uint32_t record(uint64_t size, unsigned cls, void **slot)
 {
     uintptr_t pc[DEPTH];
     uint32_t known;
@@ -767,7 +773,7 @@ static uint32_t record(uint64_t size, unsigned cls, void **slot)
 }
 
 /* A sampled block of `size` bytes (of class cls, or 0) was freed. */
-static void freed_locked(uint32_t site, unsigned cls, size_t size)
+static inline __attribute__((always_inline)) void freed_locked(uint32_t site, unsigned cls, size_t size)
 {
     struct site *s = &sites[site - 1];
     keep_peak(s);
@@ -828,7 +834,7 @@ size_t hk_heap_sample_slot_usable(const void *p)
 /* Serve a sample point (`what`: HK_SAMPLE_* bits) of a class of `size`
  * bytes, a power-of-two multiple of whose alignment the class guarantees:
  * NULL if it cannot be. */
-static void *sampled_block(uint64_t size, unsigned cls, unsigned what)
+static inline __attribute__((always_inline)) void *sampled_block(uint64_t size, unsigned cls, unsigned what)
 {
     struct prof_tls *t = &prof;
     t->busy = true;
