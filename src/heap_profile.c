@@ -39,6 +39,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,7 +122,7 @@ struct prof_tls {
     bool started;
     uint32_t until_check; /* captures before the next one is checked the slow way */
     uint32_t check_gap;   /* captures between checks (capture) */
-    uintptr_t stack_top; /* the CFA of the thread's outermost frame */
+    uintptr_t stack_top; /* the CFA of the thread's outermost frame, or above it */
     bool busy;        /* in the profiler: its own allocations are not sampled */
 };
 static __thread struct prof_tls prof __attribute__((tls_model("initial-exec")));
@@ -513,6 +514,20 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_
     struct prof_tls *t = &prof;
     uintptr_t fast[DEPTH + 16], slots[DEPTH + 16];
     unsigned nfast = 0;
+    /* A thread's first capture: glibc puts a thread's descriptor (what
+     * pthread_self() returns) at the top of the mapping its stack and TLS
+     * come in, so up to it every word above sp is readable, and the rules
+     * the threads before it learnt walk its frames (start_thread's too).
+     * The first check comes at its CHECK_GAP_MIN'th capture: checked at
+     * once, each new thread paid libgcc's walk, 17,000 instructions, at
+     * its first sample (churn profiled, 80 threads: 2.3% of its
+     * instructions).  The main thread's descriptor lies below its stack: it
+     * learns its top from its first check, as before. */
+    if (HK_UNLIKELY(t->check_gap == 0) && t->stack_top == 0 &&
+        (uintptr_t)pthread_self() > sp) {
+        t->stack_top = (uintptr_t)pthread_self();
+        t->until_check = t->check_gap = CHECK_GAP_MIN;
+    }
 #ifdef HK_DEBUG
     bool check = true;
 #else
