@@ -767,7 +767,7 @@ static inline __attribute__((always_inline)) uint32_t record(uint64_t size, unsi
         return 0;
     }
     if (cls != 0)
-        *slot = hk_slot_alloc(cls, id + 1);
+        *slot = hk_slot_alloc(cls);
     struct site *s = &sites[id];
     keep_peak(s);
     s->live_n++;
@@ -785,6 +785,8 @@ static inline __attribute__((always_inline)) uint32_t record(uint64_t size, unsi
         (held.clock_skip-- == 0 || held.live_est >= 2 * held.peak_dumped))
         peak_dump_if_due();
     unlock_and_dump_wanted();
+    if (cls != 0 && *slot != NULL)
+        hk_slot_stamp(*slot, id + 1, cls);
     return id + 1;
 }
 

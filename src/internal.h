@@ -988,8 +988,11 @@ unsigned hk_heap_sample_huge(size_t size, uint32_t *site);
 void hk_heap_sample_freed(uint32_t site, size_t size);
 void hk_heap_sample_attached(struct hk_heap *h); /* h has a new thread */
 /* A sampled block of a size class (sample_slot.c, under the profiler's
- * lock): its slot, site + 1 kept with it; NULL if there is no room. */
-void *hk_slot_alloc(unsigned cls, uint32_t site);
+ * lock): its slot, NULL if there is no room; then, with the lock let go
+ * (a fresh slot's header may fault in), hk_slot_stamp keeps site + 1 and
+ * the class with it and makes it a live slot. */
+void *hk_slot_alloc(unsigned cls);
+void hk_slot_stamp(void *p, uint32_t site, unsigned cls);
 /* p, a live slot's block, is free: its header (NULL: not one), site and
  * class; the slot is free again, or, when *to_purge, once hk_slot_purge
  * (which may run out of the lock) and hk_slot_push have had it. */

@@ -35,6 +35,11 @@
  * above 1 MiB a class held the lock through madvise and halved xstress
  * profiled (1035 madvise calls; 1594 futex waits against 100). */
 #define KEEP_DIRTY ((size_t)8 << 20)
+/* The range is committed (mprotect) this much at a time, not a class's
+ * chunk at a time: each commit is a system call under the profiler's lock,
+ * which another thread's sample then waits for (xstress profiled, 2
+ * threads: 40 chunks, and the lock's waiters slept on it 23 times). */
+#define COMMIT_STEP ((size_t)2 << 20)
 
 struct slot_header {
     uintptr_t self; /* the block's address while it is live; free: the next free slot's header */
@@ -57,6 +62,7 @@ static bool reserve_failed;
 static struct __attribute__((aligned(64))) {
     size_t dirty;         /* bytes of free slots whose memory is there */
     uintptr_t space_next; /* the reserved range's first byte not in a chunk */
+    uintptr_t committed;  /* ... and the first not committed (COMMIT_STEP) */
     struct slot_class classes[HK_NCLASSES];
 } held;
 
@@ -84,7 +90,7 @@ static HK_NOINLINE bool new_chunk(struct slot_class *c, size_t size)
             reserve_failed = true; /* an address-space limit: huge stand-ins instead */
             return false;
         }
-        held.space_next = (uintptr_t)space;
+        held.space_next = held.committed = (uintptr_t)space;
         for (unsigned k = 1; k < HK_NCLASSES; k++)
             held.classes[k].stride = stride_of(hk_classes[k].block_size);
         hk_slot_hi = (uintptr_t)space + SLOT_SPACE;
@@ -96,15 +102,23 @@ static HK_NOINLINE bool new_chunk(struct slot_class *c, size_t size)
     size_t len = stride * 4 > CHUNK_MIN ? stride * 4 : CHUNK_MIN;
     len = (len + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
     uintptr_t start = (held.space_next + align - 1) & ~(uintptr_t)(align - 1);
-    if (start + len > hk_slot_hi || !hk_os_commit((void *)start, len))
+    if (start + len > hk_slot_hi)
         return false;
+    if (start + len > held.committed) {
+        uintptr_t end = start + len > held.committed + COMMIT_STEP ? start + len
+                                                                   : held.committed + COMMIT_STEP;
+        end = end < hk_slot_hi ? end : hk_slot_hi;
+        if (!hk_os_commit((void *)held.committed, end - held.committed))
+            return false;
+        held.committed = end;
+    }
     held.space_next = start + len;
     c->next = start;
     c->end = start + len;
     return true;
 }
 
-void *hk_slot_alloc(unsigned cls, uint32_t site)
+void *hk_slot_alloc(unsigned cls)
 {
     struct slot_class *c = &held.classes[cls];
     struct slot_header *h = c->free;
@@ -120,10 +134,15 @@ void *hk_slot_alloc(unsigned cls, uint32_t site)
         h = (struct slot_header *)(c->next + c->stride - size - sizeof *h);
         c->next += c->stride;
     }
-    h->self = (uintptr_t)(h + 1);
+    return h + 1;
+}
+
+void hk_slot_stamp(void *p, uint32_t site, unsigned cls)
+{
+    struct slot_header *h = (struct slot_header *)p - 1;
     h->site = site;
     h->cls = cls;
-    return h + 1;
+    h->self = (uintptr_t)p;
 }
 
 /* The whole pages of a free slot's block go back (its header's stays). */
