@@ -187,16 +187,14 @@ static double weight(uint64_t size)
     return known[i].weight;
 }
 
-/* The weight of a block of class cls (0: of no class, `size` bytes): a
- * table by class, filled as classes are first sampled; lock held. */
+/* The weights of the classes' blocks, made as profiling starts. */
+static double class_weight[HK_NCLASSES];
+
+/* The weight of a block of class cls (0: of no class, `size` bytes); lock
+ * held. */
 static double block_weight(unsigned cls, uint64_t size)
 {
-    static double by_class[HK_NCLASSES];
-    if (cls == 0)
-        return weight(size);
-    if (HK_UNLIKELY(by_class[cls] == 0))
-        by_class[cls] = weight(size);
-    return by_class[cls];
+    return cls != 0 ? class_weight[cls] : weight(size);
 }
 
 static uint64_t next_random(struct prof_tls *t)
@@ -704,14 +702,9 @@ static inline __attribute__((always_inline)) void unlock_and_dump_wanted(void)
  * bytes for it, and a program that dlopens hakmem draws that from glibc's
  * small static TLS surplus.) */
 #define MEMO_CHUNK ((size_t)64 << 10)
-static struct stack_memo *heap_memo(void)
+static HK_NOINLINE struct stack_memo *heap_memo_make(struct hk_heap *h)
 {
     static char *next, *end;
-    struct hk_heap *h = hk_tls.heap;
-    if (h == NULL)
-        return NULL;
-    if (h->stack_memo != NULL)
-        return h->stack_memo;
     hk_lock(&held.lock);
     if ((size_t)(end - next) < sizeof(struct stack_memo)) {
         next = hk_os_map(MEMO_CHUNK); /* zero: a memo of no site */
@@ -723,6 +716,14 @@ static struct stack_memo *heap_memo(void)
     }
     hk_unlock(&held.lock);
     return h->stack_memo;
+}
+
+static inline struct stack_memo *heap_memo(void)
+{
+    struct hk_heap *h = hk_tls.heap;
+    if (h == NULL)
+        return NULL;
+    return h->stack_memo != NULL ? h->stack_memo : heap_memo_make(h);
 }
 
 /* The memo's slots were in the last thread's stack. */
@@ -1279,6 +1280,8 @@ static bool profile_start(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR2, &sa, NULL);
     mean = (double)hk_config.heap_sample;
+    for (unsigned cls = 1; cls < HK_NCLASSES; cls++)
+        class_weight[cls] = weight(hk_classes[cls].block_size);
     scale[PROFILED] = mean * 0.69314718055994530942; /* ln 2: -ln u = -log2(u) ln 2 */
     return true;
 }

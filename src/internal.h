@@ -992,11 +992,21 @@ void hk_heap_sample_attached(struct hk_heap *h); /* h has a new thread */
  * (a fresh slot's header may fault in), hk_slot_stamp keeps site + 1 and
  * the class with it and makes it a live slot. */
 void *hk_slot_alloc(unsigned cls);
-void hk_slot_stamp(void *p, uint32_t site, unsigned cls);
+struct slot_header {
+    uintptr_t self; /* the block's address while it is live; free: the next free slot's header */
+    uint32_t site;  /* the profiler's site + 1; free: PURGED or 0 (sample_slot.c) */
+    uint32_t cls;
+};
+static inline void hk_slot_stamp(void *p, uint32_t site, unsigned cls)
+{
+    struct slot_header *h = (struct slot_header *)p - 1;
+    h->site = site;
+    h->cls = cls;
+    h->self = (uintptr_t)p;
+}
 /* p, a live slot's block, is free: its header (NULL: not one), site and
  * class; the slot is free again, or, when *to_purge, once hk_slot_purge
  * (which may run out of the lock) and hk_slot_push have had it. */
-struct slot_header;
 struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *to_purge);
 void hk_slot_purge(struct slot_header *h);
 void hk_slot_push(struct slot_header *h);

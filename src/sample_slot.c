@@ -41,11 +41,6 @@
  * threads: 40 chunks, and the lock's waiters slept on it 23 times). */
 #define COMMIT_STEP ((size_t)2 << 20)
 
-struct slot_header {
-    uintptr_t self; /* the block's address while it is live; free: the next free slot's header */
-    uint32_t site;  /* the profiler's site + 1; free: PURGED or 0 */
-    uint32_t cls;
-};
 #define PURGED 1 /* a free slot whose block's memory went back */
 _Static_assert(sizeof(struct slot_header) == 16, "a slot header is 16 bytes");
 
@@ -137,13 +132,6 @@ void *hk_slot_alloc(unsigned cls)
     return h + 1;
 }
 
-void hk_slot_stamp(void *p, uint32_t site, unsigned cls)
-{
-    struct slot_header *h = (struct slot_header *)p - 1;
-    h->site = site;
-    h->cls = cls;
-    h->self = (uintptr_t)p;
-}
 
 /* The whole pages of a free slot's block go back (its header's stays). */
 static void purge(struct slot_header *h, size_t block)
