@@ -61,7 +61,6 @@
  * 14 ms run whose live bytes reach about 20 MiB, spent 12% of its time on
  * the three it wrote from 2 MiB up. */
 #define PEAK_DUMP_MIN_MEANS 32
-#define SLOT_MAX_BLOCK ((uint64_t)64 << 10) /* sampled blocks below it take slots */
 /* Peak dumps while the program runs, at most one a second unless live
  * bytes have doubled since the last: each writes the whole profile and the
  * maps (large-5m, 14 ms, made 9 of them, 11% of its time).  A program
@@ -74,6 +73,7 @@
  * when live bytes have doubled): at every sample its reads were 5% of a
  * profiled random-mixed-medium's extra time. */
 #define PEAK_CLOCK_EVERY 8
+#define SLOT_MAX_BLOCK ((uint64_t)64 << 10) /* sampled blocks below it take slots */
 
 bool hk_heap_sampling;
 static bool profiling;
@@ -264,16 +264,15 @@ static uint64_t units(unsigned kind, uint64_t size)
     return kind == PROFILED ? size : 1;
 }
 
-/* This block holds a point of the kind (one or more): the interval to the
+/* A block holds a point of the kind (one or more): the interval to the
  * next one starts where it ends, and is a fresh draw, since the intervals
  * are memoryless (exponential in bytes, geometric in blocks): what is left
  * of the ones the block spans is distributed as a new one.  (Drawn
  * interval after interval until past the block's end, a 5 MiB block took
  * ten draws at the default mean: large-5m profiled ran 7.64 M
  * instructions, 7.27 M now, 6.36 M unprofiled.) */
-static void passed_point(struct prof_tls *t, unsigned kind, uint64_t size)
+static void passed_point(struct prof_tls *t, unsigned kind)
 {
-    (void)size;
     hk_sample.left[kind] = interval(t, kind);
 }
 
@@ -288,7 +287,7 @@ static inline __attribute__((always_inline)) unsigned count_block(struct prof_tl
         if ((uint64_t)hk_sample.left[k] > units(k, size)) {
             hk_sample.left[k] -= (int64_t)units(k, size);
         } else {
-            passed_point(t, k, size);
+            passed_point(t, k);
             what |= 1u << k;
         }
     }
@@ -961,7 +960,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                 hk_sample.left[k] -= (int64_t)(keep * units(k, size));
                 if (before[k] == keep && keep < n - 1) {
                     hk_sample.pending[k] |= bit;
-                    passed_point(t, k, size);
+                    passed_point(t, k);
                     /* Other heaps' blocks of the class must not delay its
                      * refill: hk_foreign_free sends them home meanwhile. */
                     hk_tls.foreign[cls] = UINT16_MAX;
@@ -1020,11 +1019,10 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     if (what == 0 || (p = sampled_block(size, pg->cls, what)) == NULL)
         return block;
     unsigned i = (unsigned)((((uintptr_t)block - (uintptr_t)pg->blocks) * pg->div_magic) >> 32);
-    HK_ASSERT(!(pg->free_map[i / 64] >> (i % 64) & 1));
-    pg->free_map[i / 64] |= (uint64_t)1 << (i % 64);
+    uint64_t *word = &pg->free_map[i / 64], bit = (uint64_t)1 << (i % 64);
+    HK_ASSERT(!(*word & bit));
     hk_count(&h->returned[pg->cls], 1);
-    if (--pg->used == 0 || pg->state != HK_PAGE_CURRENT)
-        hk_bitmap_page_event(pg);
+    hk_bitmap_put(pg, word, bit);
     return p;
 }
 

@@ -640,6 +640,14 @@ static inline void *hk_bitmap_alloc(struct hk_heap *h, size_t cls)
 
 /* Free block p of pg by pg's owner, in `call` (named if p is free already,
  * or not the start of a block). */
+/* The block of pg at `bit` of `word` of its bitmap, out, is free again. */
+static inline void hk_bitmap_put(struct hk_page *pg, uint64_t *word, uint64_t bit)
+{
+    *word |= bit;
+    if (HK_UNLIKELY(--pg->used == 0 || pg->state != HK_PAGE_CURRENT))
+        hk_bitmap_page_event(pg);
+}
+
 static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
 {
     uint64_t offset = (uintptr_t)p - (uintptr_t)pg->blocks;
@@ -648,9 +656,7 @@ static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
     uint64_t bit = (uint64_t)1 << (i % 64);
     if (HK_UNLIKELY((*word & bit) || offset != (uint64_t)i * pg->block_size))
         hk_invalid_pointer(call, p);
-    *word |= bit;
-    if (HK_UNLIKELY(--pg->used == 0 || pg->state != HK_PAGE_CURRENT))
-        hk_bitmap_page_event(pg);
+    hk_bitmap_put(pg, word, bit);
 }
 
 /* ---- frees of other heaps' blocks (remote.c) ----------------------------- */

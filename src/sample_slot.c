@@ -132,7 +132,6 @@ void *hk_slot_alloc(unsigned cls)
     return h + 1;
 }
 
-
 /* The whole pages of a free slot's block go back (its header's stays). */
 static void purge(struct slot_header *h, size_t block)
 {
@@ -201,7 +200,7 @@ void hk_slot_release_free(void)
         while (h != NULL) {
             if (h->site != PURGED) {
                 purge(h, hk_classes[cls].block_size);
-                held.dirty -= stride_of(hk_classes[cls].block_size);
+                held.dirty -= held.classes[cls].stride;
             }
             h = (struct slot_header *)h->self;
         }
