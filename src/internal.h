@@ -638,8 +638,6 @@ static inline void *hk_bitmap_alloc(struct hk_heap *h, size_t cls)
     return hk_bitmap_take(h, pg, cls);
 }
 
-/* Free block p of pg by pg's owner, in `call` (named if p is free already,
- * or not the start of a block). */
 /* The block of pg at `bit` of `word` of its bitmap, out, is free again. */
 static inline void hk_bitmap_put(struct hk_page *pg, uint64_t *word, uint64_t bit)
 {
@@ -648,6 +646,8 @@ static inline void hk_bitmap_put(struct hk_page *pg, uint64_t *word, uint64_t bi
         hk_bitmap_page_event(pg);
 }
 
+/* Free block p of pg by pg's owner, in `call` (named if p is free already,
+ * or not the start of a block). */
 static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
 {
     uint64_t offset = (uintptr_t)p - (uintptr_t)pg->blocks;

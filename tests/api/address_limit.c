@@ -2,7 +2,8 @@
  * address_limit.c: under an address-space limit (RLIMIT_AS, ulimit -v),
  * hakmem serves what glibc serves.  For each limit (64 MiB, 100 MiB,
  * 256 MiB, 1 GiB, 4 GiB) and thread count (1, 8, 64, 256), a fresh process
- * started under the limit (seven times, the median counts) runs N threads (64 KiB stacks) that each make a
+ * started under the limit (seven times, the median counts) runs N threads
+ * (64 KiB stacks) that each make a
  * first small malloc and then allocate 100 B, 30 KB and 700 KB blocks in
  * turn until malloc fails.  The same process runs once on plain glibc (the
  * test's plain build, LD_PRELOAD removed) and once on hakmem, in this run;
@@ -169,9 +170,8 @@ static bool run_limited(const char *exe, bool glibc, size_t limit, int threads, 
  * 256 threads hakmem serves 41.2-41.5 MiB and glibc's median was
  * 42.1-42.9 MiB in most sets (2-7 KiB a thread: each thread has a heap
  * of its own, where glibc's threads share arenas; not measured further);
- * of three, glibc's was 43.3 in one (94.9%, under
- * the 95% asked), and of five, one set had hakmem's at 40.8 against
- * glibc's 43.1 (94.7%). */
+ * of three, glibc's was 43.3 in one (94.9%, under the 95% asked), and of
+ * five, one set had hakmem's at 40.8 against glibc's 43.1 (94.7%). */
 #define RUNS 7
 static bool run_median(const char *exe, bool glibc, size_t limit, int threads, bool self,
 		       struct result *median)
