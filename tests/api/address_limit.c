@@ -3,13 +3,13 @@
  * hakmem serves what glibc serves.  For each limit (64 MiB, 100 MiB,
  * 256 MiB, 1 GiB, 4 GiB) and thread count (1, 8, 64, 256), a fresh process
  * started under the limit (seven times, the median counts) runs N threads
- * (64 KiB stacks) that each make a
- * first small malloc and then allocate 100 B, 30 KB and 700 KB blocks in
- * turn until malloc fails.  The same process runs once on plain glibc (the
- * test's plain build, LD_PRELOAD removed) and once on hakmem, in this run;
- * hakmem must start as many threads, fail no more first mallocs, serve at
- * least 95% of glibc's bytes, fail with ENOMEM, and go on afterwards: once
- * the threads freed their blocks, each can allocate again.
+ * (64 KiB stacks) that each make a first small malloc and then allocate
+ * 100 B, 30 KB and 700 KB blocks in turn until malloc fails even for the
+ * smallest.  The same process runs once on plain glibc (the test's plain
+ * build, LD_PRELOAD removed) and once on hakmem, in this run; hakmem must
+ * start as many threads, fail no more first mallocs, serve at least 97% of
+ * glibc's bytes (issue 18 asked 95%), fail with ENOMEM, and go on
+ * afterwards: once the threads freed their blocks, each can allocate again.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -49,20 +49,30 @@ static void *serve(void *arg)
 		atomic_fetch_add(&first_failed, 1);
 	pthread_barrier_wait(&barrier);
 	/* The blocks are kept in a list through themselves: the test itself
-	 * needs no memory that would count against the limit. */
+	 * needs no memory that would count against the limit.  A size that
+	 * fails is not asked for again, nor any larger: the thread goes on
+	 * with the smaller ones until the smallest fails.  So the bytes served
+	 * measure the address space the allocator leaves usable, not which
+	 * threads happened to be running when it ran short (a thread that
+	 * stopped at its first failed 700 KB block left up to 700 KB unused,
+	 * and the total moved by 1-2 MiB from run to run). */
 	void *list = NULL;
-	errno = 0;
-	for (unsigned n = 0;; n++) {
-		size_t size = sizes[n % 3];
+	unsigned sizes_left = 3, failures_not_enomem = 0;
+	for (unsigned n = 0; sizes_left > 0; n++) {
+		size_t size = sizes[n % sizes_left];
+		errno = 0;
 		void **block = malloc(size);
-		if (block == NULL)
-			break;
+		if (block == NULL) {
+			failures_not_enomem += errno != ENOMEM;
+			sizes_left = n % sizes_left;
+			continue;
+		}
 		memset(block, 1, size < 4096 ? size : 4096);
 		*block = list;
 		list = block;
 		atomic_fetch_add(&served, size);
 	}
-	if (errno != ENOMEM)
+	if (failures_not_enomem != 0)
 		atomic_fetch_add(&not_enomem, 1);
 	/* Wait for every thread to reach the limit, then free everything: the
 	 * thread must be able to allocate again. */
@@ -166,12 +176,12 @@ static bool run_limited(const char *exe, bool glibc, size_t limit, int threads, 
 }
 
 /* The run whose bytes served are the median of seven: where a few KiB
- * decide, the placement of mappings varies from run to run.  At 64 MiB and
- * 256 threads hakmem serves 41.2-41.5 MiB and glibc's median was
- * 42.1-42.9 MiB in most sets (2-7 KiB a thread: each thread has a heap
- * of its own, where glibc's threads share arenas; not measured further);
- * of three, glibc's was 43.3 in one (94.9%, under the 95% asked), and of
- * five, one set had hakmem's at 40.8 against glibc's 43.1 (94.7%). */
+ * decide, the placement of mappings and the order the threads ran in vary
+ * from run to run.  At 64 MiB and 256 threads, single runs of the debug
+ * build served 96.9-99.0% of glibc's bytes (a run is lower when more
+ * threads opened a page of a class of their own before the space ran
+ * out: each heap's pages cost at least an OS page a class); the median
+ * asks 97%, so that 4 KiB more a heap (1 MiB there, 2.4%) fails. */
 #define RUNS 7
 static bool run_median(const char *exe, bool glibc, size_t limit, int threads, bool self,
 		       struct result *median)
@@ -224,7 +234,7 @@ static void compare(const char *self, const char *glibc_exe, size_t limit, int t
 	CHECKF(h.first_failed <= g.first_failed,
 	       "%zu MiB%s, %d threads: %d first mallocs failed (glibc: %d)", limit >> 20, how,
 	       threads, h.first_failed, g.first_failed);
-	CHECKF(h.served >= 0.95 * g.served, "%zu MiB%s, %d threads: hakmem served %.1f MiB, "
+	CHECKF(h.served >= 0.97 * g.served, "%zu MiB%s, %d threads: hakmem served %.1f MiB, "
 	       "glibc %.1f MiB", limit >> 20, how, threads, h.served, g.served);
 	CHECKF(h.not_enomem == 0, "%zu MiB%s, %d threads: %d failures without ENOMEM",
 	       limit >> 20, how, threads, h.not_enomem);
