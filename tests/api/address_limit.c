@@ -7,9 +7,9 @@
  * 100 B, 30 KB and 700 KB blocks in turn until malloc fails even for the
  * smallest.  The same process runs once on plain glibc (the test's plain
  * build, LD_PRELOAD removed) and once on hakmem, in this run; hakmem must
- * start as many threads, fail no more first mallocs, serve at least 97% of
- * glibc's bytes (issue 18 asked 95%), fail with ENOMEM, and go on
- * afterwards: once the threads freed their blocks, each can allocate again.
+ * start as many threads, fail no more first mallocs, serve at least 95% of
+ * glibc's bytes, fail with ENOMEM, and go on afterwards: once the threads
+ * freed their blocks, each can allocate again.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -178,10 +178,12 @@ static bool run_limited(const char *exe, bool glibc, size_t limit, int threads, 
 /* The run whose bytes served are the median of seven: where a few KiB
  * decide, the placement of mappings and the order the threads ran in vary
  * from run to run.  At 64 MiB and 256 threads, single runs of the debug
- * build served 96.9-99.0% of glibc's bytes (a run is lower when more
- * threads opened a page of a class of their own before the space ran
- * out: each heap's pages cost at least an OS page a class); the median
- * asks 97%, so that 4 KiB more a heap (1 MiB there, 2.4%) fails. */
+ * build served 40.8-41.7 MiB (lower when more threads opened a page of a
+ * class of their own before the space ran out: each heap's pages cost at
+ * least an OS page a class), glibc's medians 42.1-42.8 with the load of
+ * the machine: 95.3-99.0%.  A heap's one header page, which a struct
+ * hk_heap grown too large once doubled (1 MiB there), the debug build
+ * asserts (hk_arena_create). */
 #define RUNS 7
 static bool run_median(const char *exe, bool glibc, size_t limit, int threads, bool self,
 		       struct result *median)
@@ -234,7 +236,7 @@ static void compare(const char *self, const char *glibc_exe, size_t limit, int t
 	CHECKF(h.first_failed <= g.first_failed,
 	       "%zu MiB%s, %d threads: %d first mallocs failed (glibc: %d)", limit >> 20, how,
 	       threads, h.first_failed, g.first_failed);
-	CHECKF(h.served >= 0.97 * g.served, "%zu MiB%s, %d threads: hakmem served %.1f MiB, "
+	CHECKF(h.served >= 0.95 * g.served, "%zu MiB%s, %d threads: hakmem served %.1f MiB, "
 	       "glibc %.1f MiB", limit >> 20, how, threads, h.served, g.served);
 	CHECKF(h.not_enomem == 0, "%zu MiB%s, %d threads: %d failures without ENOMEM",
 	       limit >> 20, how, threads, h.not_enomem);
