@@ -47,18 +47,33 @@
 /* The messages no one uses, under a lock: a sender takes one for every 62
  * blocks, an owner gives back all it drained at once.  They come from the
  * OS 64 KiB at a time, handed out in turn (so that only those used are
- * touched), and stay.  At most MSG_LIMIT are out at once: an owner that
- * does not drain (a thread waiting on others that free what it allocated)
- * would otherwise hold 8 bytes of messages for every block sent to it (2
- * MiB more on working-set, whose worker frees the 256 K blocks the main
- * thread made); past the limit a block is sent as itself, linked through
- * its first words, which costs no memory. */
+ * touched), and stay.  At most 64 a live thread (at least 256) are out at
+ * once: an owner that does not drain (a thread waiting on others that free
+ * what it allocated) would otherwise hold 8 bytes of messages for every
+ * block sent to it (2 MiB more on working-set, whose worker frees the
+ * 256 K blocks the main thread made); past the limit a block is sent as
+ * itself, linked through its first words, which costs no memory.  The
+ * limit grows with the threads because each holds messages in flight (its
+ * stash, its batches, those waiting for their owner's next refill): with a
+ * fixed 256, 16 threads freeing each other's blocks (bench xthread) were
+ * always at it.  A sender at the limit is refused without the lock: every
+ * remote free of such a thread asks again, and on 16 cores the lock they
+ * all took made xthread 4-7 times slower than every peer. */
 #define MSG_CHUNK ((size_t)64 << 10)
-#define MSG_LIMIT 256 /* 128 KiB of messages */
+#define MSG_LIMIT_MIN 256   /* 128 KiB of messages */
+#define MSG_PER_THREAD 64   /* 32 KiB a thread */
 static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hk_remote_msg *msg_pool;
 static struct hk_remote_msg *msg_fresh, *msg_fresh_end; /* the chunk's untouched part */
-static unsigned msgs_out;
+static _Atomic unsigned msgs_out; /* changed under msg_lock */
+
+static bool msgs_at_limit(void)
+{
+    unsigned limit = MSG_PER_THREAD * hk_heap_threads_live();
+    if (limit < MSG_LIMIT_MIN)
+        limit = MSG_LIMIT_MIN;
+    return atomic_load_explicit(&msgs_out, memory_order_relaxed) >= limit;
+}
 
 /* Messages a thread keeps of those it drained, for its own sends: two
  * threads that free each other's blocks then pass messages back and forth
@@ -76,8 +91,10 @@ static struct hk_remote_msg *msg_take(void)
         m->count = 0;
         return m;
     }
+    if (msgs_at_limit())
+        return NULL; /* the block goes as itself */
     pthread_mutex_lock(&msg_lock);
-    if (msgs_out >= MSG_LIMIT) {
+    if (msgs_at_limit()) {
         /* none: the block goes as itself */
     } else if (msg_pool != NULL) {
         m = msg_pool;
@@ -93,7 +110,7 @@ static struct hk_remote_msg *msg_take(void)
         else
             msg_fresh_end = NULL;
     }
-    msgs_out += m != NULL;
+    atomic_fetch_add_explicit(&msgs_out, m != NULL, memory_order_relaxed);
     pthread_mutex_unlock(&msg_lock);
     if (m != NULL)
         m->count = 0;
@@ -106,7 +123,7 @@ static void pool_put(struct hk_remote_msg *first, struct hk_remote_msg *last, un
     pthread_mutex_lock(&msg_lock);
     last->next = msg_pool;
     msg_pool = first;
-    msgs_out -= n;
+    atomic_fetch_sub_explicit(&msgs_out, n, memory_order_relaxed);
     pthread_mutex_unlock(&msg_lock);
 }
 
