@@ -18,6 +18,8 @@ BENCH_HDRS   := $(wildcard bench/common/*.h)
 BENCH_NOOP   := $(BENCH_OUT)/libnoop_malloc.so
 
 # Driver options, all optional: QUICK=1 RUNS=N WORKLOADS=a,b ALLOCATORS=x,y
+# THREADS=N (the multi-threaded workloads with N threads, on machines with
+# more cores)
 # PEERS=name=path,... (more allocators to compare, by the path of their .so)
 # IPO=1 (callgrind instructions/op) SYSCALLS=1 (strace syscalls/op)
 # RSS_TRACE=1 (RSS over time) BENCH_ARGS='...' (any other driver flag).
@@ -30,7 +32,7 @@ BENCH_EXTRA  = $(if $(IPO),--ipo) $(if $(SYSCALLS),--syscalls) \
 # Debian's python3, where Debian's matplotlib is installed (a python3 earlier
 # in PATH, e.g. from pyenv, would not see it).
 # The make command line is recorded in the reports.
-BENCH_VARS := QUICK RUNS WORKLOADS ALLOCATORS PEERS IPO SYSCALLS RSS_TRACE \
+BENCH_VARS := QUICK RUNS WORKLOADS THREADS ALLOCATORS PEERS IPO SYSCALLS RSS_TRACE \
 	BENCH_ARGS A B DURATION
 BENCH_PY = HAKBENCH_MAKE_COMMAND='$(strip make $@ $(foreach v,$(BENCH_VARS),$(if \
 	$(filter command line,$(origin $(v))),$(v)=$($(v)))))' \
@@ -71,7 +73,8 @@ bench-lib:
 		echo "bench: 'make secure' failed; hakmem-secure will not be run"
 
 bench: bench-deps bench-build bench-lib
-	@$(BENCH_PY) run $(BENCH_SIZE) $(BENCH_WL) $(BENCH_AL) $(BENCH_EXTRA) $(BENCH_ARGS)
+	@$(BENCH_PY) run $(BENCH_SIZE) $(BENCH_WL) $(if $(THREADS),--threads $(THREADS)) \
+		$(BENCH_AL) $(BENCH_EXTRA) $(BENCH_ARGS)
 
 # Headline 1: callgrind instructions per op above the no-op floor.
 bench-ipo: bench-deps bench-build bench-lib

@@ -46,7 +46,7 @@ def cmd_list(args):
 def cmd_run(args):
     runs, scale = _runs_scale(args, 7)
     allocs = allocators.default_set(args.allocators)
-    chosen = workloads.select(args.workloads)
+    chosen = workloads.with_threads(workloads.select(args.workloads), args.threads)
     print(f"bench: {len(chosen)} workloads x {len(allocs)} allocators x {runs} runs, "
           f"interleaved (scale {scale:g})")
     for a in allocs:
@@ -110,6 +110,8 @@ def main(argv=None):
     r = sub.add_parser("run", help="the suite: every workload x allocator, interleaved")
     _common(r, 7)
     r.add_argument("--allocators", help="comma list of hakmem,glibc,mimalloc,jemalloc,tcmalloc")
+    r.add_argument("--threads", type=int,
+                   help="run the multi-threaded workloads with this many threads")
     r.add_argument("--ipo", action="store_true", help="add callgrind instructions/op")
     r.add_argument("--syscalls", action="store_true", help="add strace system calls/op")
     r.add_argument("--rss-trace", action="store_true", help="sample RSS over time and plot it")

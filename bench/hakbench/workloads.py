@@ -4,8 +4,8 @@ Each default is sized to take a few tenths of a second with the fast
 allocators on a 2-core machine, so that the whole interleaved suite stays
 within `make bench`'s 10-minute budget; --quick scales the work by 1/10.
 """
-from dataclasses import dataclass, field
-from typing import Callable, List
+from dataclasses import dataclass, field, replace
+from typing import Callable, List, Optional
 
 from . import paths
 
@@ -28,6 +28,10 @@ class Workload:
     # One thread: its runs are pinned to one CPU (suite.py), so that every
     # allocator runs on the same one.
     single_thread: bool = False
+    # Where its argument list gives the thread count (for --threads), and
+    # how many threads one unit of it is (prodcons: a pair).
+    threads_at: Optional[int] = None
+    threads_per_unit: int = 1
 
     def argv(self, scale=1.0):
         return [paths.binary(self.binary)] + [str(a) for a in self.make_args(scale)]
@@ -56,42 +60,44 @@ ALL = [
                   "random-mixed, 80% 16-256 B, 15% 257-2048 B, 5% 2-32 KiB", "app"),
     Workload("server", "server",
              lambda s: [4, n(2_500_000, s), 1000, 16, 512, 1000, 42],
-             "4 threads, Larson-style, slot sets swapped between threads"),
+             "4 threads, Larson-style, slot sets swapped between threads", threads_at=0),
     Workload("server-retire", "server",
              lambda s: [4, n(1_500_000, s), 1000, 8, 1000, 1000, 42, 20_000],
-             "server, 8-1000 B, each thread replaced every 20 K iterations"),
+             "server, 8-1000 B, each thread replaced every 20 K iterations", threads_at=0),
     Workload("working-set", "working_set",
              lambda s: [1, n(3_000_000, s), 262144, 16, 1024, 42],
              "256 K live blocks, Pareto 16 B-1 KiB, random one replaced, written whole",
              single_thread=True),
     Workload("working-set-2t", "working_set",
              lambda s: [2, n(1_500_000, s), 262144, 16, 1024, 42],
-             "working-set on 2 threads, each with its own 256 K blocks"),
+             "working-set on 2 threads, each with its own 256 K blocks", threads_at=0),
     Workload("xstress", "xstress",
              lambda s: [2, n(1_000_000, s), 1000, 4000, 42],
-             "2 threads pass mixed sizes (8 B-64 KiB) and lifetimes, short run"),
+             "2 threads pass mixed sizes (8 B-64 KiB) and lifetimes, short run",
+             threads_at=0),
     Workload("prodcons", "prodcons",
              lambda s: [1, n(4_000_000, s), 16, 1024, 42],
-             "a producer thread allocates, a consumer thread frees"),
+             "a producer thread allocates, a consumer thread frees",
+             threads_at=0, threads_per_unit=2),
     Workload("xthread-0", "xthread",
              lambda s: [2, n(4_000_000, s), 0, 256, 16, 1024, 42],
-             "2 threads, no remote frees"),
+             "2 threads, no remote frees", threads_at=0),
     Workload("xthread-50", "xthread",
              lambda s: [2, n(4_000_000, s), 50, 256, 16, 1024, 42],
-             "2 threads, 50% of frees by the other thread"),
+             "2 threads, 50% of frees by the other thread", threads_at=0),
     Workload("xthread-90", "xthread",
              lambda s: [2, n(4_000_000, s), 90, 256, 16, 1024, 42],
-             "2 threads, 90% of frees by the other thread"),
+             "2 threads, 90% of frees by the other thread", threads_at=0),
     Workload("churn", "churn",
              lambda s: [n(100, s, 10), 4, 20_000, 16, 4096, 42],
              "waves of 4 short-lived threads; RSS growth over the waves",
-             extra=["rss_growth_pct", "threads_per_sec"]),
+             extra=["rss_growth_pct", "threads_per_sec"], threads_at=1),
     Workload("false-sharing-passive", "false_sharing",
              lambda s: [2, n(100, s), 1_000_000, 8, "passive"],
-             "objects from main handed to 2 writer threads (op = write)"),
+             "objects from main handed to 2 writer threads (op = write)", threads_at=0),
     Workload("false-sharing-active", "false_sharing",
              lambda s: [2, n(100, s), 1_000_000, 8, "active"],
-             "2 threads each allocate and write an object (op = write)"),
+             "2 threads each allocate and write an object (op = write)", threads_at=0),
     Workload("realloc-growth", "realloc_growth",
              lambda s: [n(3_000_000, s), 32, 65536, 42],
              "32 buffers grown by realloc up to 64 KiB", has_floor=False, single_thread=True),
@@ -126,3 +132,27 @@ def select(wanted):
                              + ", ".join(w.name for w in ALL))
         chosen += [w for w in match if w not in chosen]
     return chosen
+
+
+def with_threads(chosen, threads):
+    """The workloads with `threads` threads where they take a thread count
+    (named e.g. server-16t; each thread does the work it did), the others as
+    they are: for machines with more cores than make bench's 2."""
+    if not threads:
+        return chosen
+    out = []
+    for w in chosen:
+        if w.threads_at is None:
+            out.append(w)
+            continue
+        units = max(1, threads // w.threads_per_unit)
+
+        def make_args(s, w=w, units=units):
+            args = w.make_args(s)
+            args[w.threads_at] = units
+            return args
+        base = w.name[:-3] if w.name.endswith("-2t") else w.name
+        out.append(replace(w, name=f"{base}-{units * w.threads_per_unit}t",
+                           make_args=make_args,
+                           about=f"{w.about}; here {units * w.threads_per_unit} threads"))
+    return out
