@@ -444,8 +444,7 @@ struct hk_tls {
      * class 0's list is always empty, so malloc takes its slow path). */
     uint8_t class_of[HK_FAST_INDEXES];
     /* Blocks of other heaps this thread freed, not yet sent (remote.c). */
-    struct hk_remote_batch remote[HK_REMOTE_OWNERS];
-    uint32_t remote_next; /* the batch a new owner takes next */
+    struct hk_remote_batch remote[HK_REMOTE_OWNERS]; /* most recently used first */
     /* Messages this thread drained, kept for its own sends (remote.c). */
     struct hk_remote_msg *msg_stash;
     uint32_t msg_stash_n;

@@ -31,6 +31,7 @@
  * with the owner.
  */
 #include <pthread.h>
+#include <string.h>
 
 #include "internal.h"
 #include "stats.h"
@@ -192,24 +193,28 @@ void hk_remote_flush(void)
         batch_send(&hk_tls.remote[i]);
 }
 
-/* The thread's batch for owner: its own, or another sent and taken over. */
-static struct hk_remote_batch *batch_of(struct hk_tls *t, struct hk_heap *owner)
+/* The thread's batch for owner, moved to the front (the batches are kept
+ * most recently used first): its own, or the least recently used one's,
+ * sent and taken over. */
+static struct hk_remote_batch *batch_front(struct hk_tls *t, struct hk_heap *owner)
 {
-    for (unsigned i = 0; i < HK_REMOTE_OWNERS; i++)
-        if (t->remote[i].heap == owner)
-            return &t->remote[i];
-    struct hk_remote_batch *b = &t->remote[t->remote_next];
-    t->remote_next = (t->remote_next + 1) % HK_REMOTE_OWNERS;
-    batch_send(b);
-    b->heap = owner;
-    return b;
+    unsigned i = 0;
+    while (i < HK_REMOTE_OWNERS - 1 && t->remote[i].heap != owner)
+        i++;
+    struct hk_remote_batch b = t->remote[i];
+    if (b.heap != owner) {
+        batch_send(&t->remote[i]);
+        b = (struct hk_remote_batch){.heap = owner};
+    }
+    memmove(&t->remote[1], &t->remote[0], i * sizeof t->remote[0]);
+    t->remote[0] = b;
+    return &t->remote[0];
 }
 
-void hk_remote_free(struct hk_heap *owner, void *p)
+/* hk_remote_free where p does not just join the front batch's message. */
+static HK_NOINLINE void remote_free_slow(struct hk_tls *t, struct hk_heap *owner, void *p)
 {
-    struct hk_tls *t = &hk_tls;
-    struct hk_remote_batch *b = t->remote[0].heap == owner ? &t->remote[0] : batch_of(t, owner);
-    HK_SECURE_SENT(p);
+    struct hk_remote_batch *b = t->remote[0].heap == owner ? &t->remote[0] : batch_front(t, owner);
     struct hk_remote_msg *m = b->msg;
     if (m == NULL && t->heap == NULL)
         hk_heap_watch_exit(); /* so that the blocks go out at exit */
@@ -231,6 +236,25 @@ void hk_remote_free(struct hk_heap *owner, void *p)
         m->blocks[m->count++] = p;
     if (++b->count >= (t->heap != NULL ? REMOTE_BATCH : REMOTE_BATCH_NO_HEAP))
         batch_send(b);
+}
+
+/* Mostly p joins the message the thread fills for owner, its most recent
+ * owner, with room left and the batch not due: that is done here, with no
+ * stack frame (prodcons' consumer: 47 instructions a block before). */
+void hk_remote_free(struct hk_heap *owner, void *p)
+{
+    struct hk_tls *t = &hk_tls;
+    struct hk_remote_batch *b = &t->remote[0];
+    struct hk_remote_msg *m = b->msg;
+    HK_SECURE_SENT(p);
+    uint32_t due = t->heap != NULL ? REMOTE_BATCH : REMOTE_BATCH_NO_HEAP;
+    if (HK_LIKELY(b->heap == owner && m != NULL && m->count - 1u < HK_REMOTE_MSG_BLOCKS - 1u &&
+                  b->count + 1 < due)) {
+        m->blocks[m->count++] = p;
+        b->count++;
+        return;
+    }
+    remote_free_slow(t, owner, p);
 }
 
 /* Send the other heaps' blocks at the head of class cls's TLS list home. */

@@ -16,6 +16,10 @@
  *    as many blocks live as before they were made;
  *  - the blocks handed out again are whole: each gets its index written
  *    in full and every one reads back;
+ *  - more owners than a thread batches for at once: six threads each make
+ *    20 K blocks of 16 B to 4 KiB, a thread without a heap frees them
+ *    taking the owners in turn (each free another owner's), and once all
+ *    have exited every block is back: as many live as before;
  *  - statistics while blocks travel: three threads call hak_stats_get
  *    without pause while a worker frees 100 K blocks of 32 B of an owner
  *    that waits (so that most go home as themselves) and the owner takes
@@ -147,6 +151,65 @@ static void test_every_block_arrives(void)
 	       (unsigned long long)live, (unsigned long long)base);
 }
 
+enum { OWNERS = 6, OWNER_BLOCKS = 20000 };
+static void *owned[OWNERS][OWNER_BLOCKS];
+static pthread_barrier_t owners_made, owners_freed;
+
+static void *owner(void *arg)
+{
+	uint64_t rng = 11 + (uintptr_t)arg;
+	void **mine = owned[(uintptr_t)arg];
+	for (size_t i = 0; i < OWNER_BLOCKS; i++) {
+		size_t s = 16 + rng_below(&rng, 4081);
+		mine[i] = t_malloc(s);
+		if (!CHECK(mine[i] != NULL))
+			exit(check_finish());
+		memset(mine[i], 0x5a, s);
+	}
+	pthread_barrier_wait(&owners_made);
+	pthread_barrier_wait(&owners_freed); /* then exit: home at last */
+	return NULL;
+}
+
+static void *free_owners_in_turn(void *arg)
+{
+	(void)arg;
+	for (size_t i = 0; i < OWNER_BLOCKS; i++)
+		for (unsigned k = 0; k < OWNERS; k++)
+			t_free(owned[k][i]);
+	return NULL;
+}
+
+static void test_more_owners_than_batches(void)
+{
+	int stats = hak_stats_get != NULL;
+	t_collect();
+	uint64_t base = stats ? live_blocks() : 0;
+	pthread_t t[OWNERS], f;
+	pthread_barrier_init(&owners_made, NULL, OWNERS + 1);
+	pthread_barrier_init(&owners_freed, NULL, OWNERS + 1);
+	for (uintptr_t k = 0; k < OWNERS; k++)
+		if (!CHECK(pthread_create(&t[k], NULL, owner, (void *)k) == 0))
+			exit(check_finish());
+	pthread_barrier_wait(&owners_made);
+	if (!CHECK(pthread_create(&f, NULL, free_owners_in_turn, NULL) == 0))
+		exit(check_finish());
+	pthread_join(f, NULL);
+	pthread_barrier_wait(&owners_freed);
+	for (unsigned k = 0; k < OWNERS; k++)
+		pthread_join(t[k], NULL);
+	t_collect();
+	if (!stats) {
+		check_skip("hak_stats_get not present (not running on hakmem)");
+		return;
+	}
+	uint64_t live = live_blocks();
+	/* Not equal: the threads' own (glibc's) blocks may have come and gone. */
+	CHECKF(live <= base, "%llu blocks live after a thread freed the 120 K of six owners "
+	       "in turn, %llu before they were made",
+	       (unsigned long long)live, (unsigned long long)base);
+}
+
 static atomic_int stats_stop;
 
 static void *stats_loop(void *arg)
@@ -189,5 +252,6 @@ int main(void)
 	test_stats_while_travelling();
 	test_idle_owner(!(no_rss != NULL && no_rss[0] == '1'));
 	test_every_block_arrives();
+	test_more_owners_than_batches();
 	return check_finish();
 }
