@@ -114,6 +114,12 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
         hk_foreign_keep(mine, home.cls, p);
         return;
     }
+    /* A thread without a heap (a consumer that only frees) sends every
+     * block home: straight there. */
+    if (mine == NULL) {
+        hk_remote_free(home.heap, p);
+        return;
+    }
     free_home(p, home.page, home.heap, home.cls, call);
 }
 
