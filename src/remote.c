@@ -198,7 +198,9 @@ void hk_remote_flush(void)
  * sent and taken over. */
 static struct hk_remote_batch *batch_front(struct hk_tls *t, struct hk_heap *owner)
 {
-    unsigned i = 0;
+    if (t->remote[0].heap == owner)
+        return &t->remote[0];
+    unsigned i = 1;
     while (i < HK_REMOTE_OWNERS - 1 && t->remote[i].heap != owner)
         i++;
     struct hk_remote_batch b = t->remote[i];
@@ -214,7 +216,7 @@ static struct hk_remote_batch *batch_front(struct hk_tls *t, struct hk_heap *own
 /* hk_remote_free where p does not just join the front batch's message. */
 static HK_NOINLINE void remote_free_slow(struct hk_tls *t, struct hk_heap *owner, void *p)
 {
-    struct hk_remote_batch *b = t->remote[0].heap == owner ? &t->remote[0] : batch_front(t, owner);
+    struct hk_remote_batch *b = batch_front(t, owner);
     struct hk_remote_msg *m = b->msg;
     if (m == NULL && t->heap == NULL)
         hk_heap_watch_exit(); /* so that the blocks go out at exit */

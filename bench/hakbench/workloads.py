@@ -146,13 +146,13 @@ def with_threads(chosen, threads):
             out.append(w)
             continue
         units = max(1, threads // w.threads_per_unit)
+        n = units * w.threads_per_unit
 
         def make_args(s, w=w, units=units):
             args = w.make_args(s)
             args[w.threads_at] = units
             return args
         base = w.name[:-3] if w.name.endswith("-2t") else w.name
-        out.append(replace(w, name=f"{base}-{units * w.threads_per_unit}t",
-                           make_args=make_args,
-                           about=f"{w.about}; here {units * w.threads_per_unit} threads"))
+        out.append(replace(w, name=f"{base}-{n}t", make_args=make_args,
+                           about=f"{w.about}; here {n} threads"))
     return out
