@@ -14,10 +14,9 @@ within noise.
 """
 import json
 import os
-import statistics
 import subprocess
 
-from . import allocators, machine, output, paths, suite, tables
+from . import allocators, machine, output, paths, stats, suite, tables
 
 BAND_PCT = 1.0
 
@@ -66,12 +65,8 @@ def build(rev):
 def paired_change(cell_a, cell_b):
     """Median and quartiles, in %, of B's change against A round by round
     (runs[i] of both cells is round i: a failed run fails the workload)."""
-    ratios = [rb["ops_per_sec"] / ra["ops_per_sec"] - 1.0
-              for ra, rb in zip(cell_a["runs"], cell_b["runs"])]
-    if len(ratios) < 2:
-        return 100.0 * ratios[0], 100.0 * ratios[0], 100.0 * ratios[0]
-    q1, median, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
-    return 100.0 * median, 100.0 * q1, 100.0 * q3
+    q1, median, q3 = stats.quartiles(stats.paired_ratios(cell_a, cell_b))
+    return 100.0 * (median - 1.0), 100.0 * (q1 - 1.0), 100.0 * (q3 - 1.0)
 
 
 def verdict(change_pct, q1_pct, q3_pct):

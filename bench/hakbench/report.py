@@ -3,7 +3,7 @@ import json
 import math
 import os
 
-from . import tables
+from . import stats, tables
 
 
 def _mib(kb):
@@ -108,27 +108,37 @@ def _geomean(xs):
 def variant_rows(results, allocs, variant):
     """A variant of hakmem's (the hardened build, the heap profiler on):
     its time per op against hakmem's and each other allocator's, per
-    workload (median over median; above 1: slower), and their geometric
-    means: the yardsticks of issues 13 and 14."""
+    workload, and their geometric means: the yardsticks of issues 13 and
+    14.  Each figure is the median of the ratios of the runs of one round
+    (the variant's run and the other's, close in time), with the middle
+    half of those ratios: the host's speed drifts from minute to minute,
+    by up to 3x on the rows that pass blocks between CPUs, and a ratio of
+    the two medians carries that drift.  The last row gives the geomean of
+    the ratios of the medians too, the figure before."""
     names = [a.name for a in allocs]
     if variant not in names or "hakmem" not in names:
         return []
     others = [n for n in names if n != variant]
-    rows, ratios = [], {n: [] for n in others}
+    rows = []
+    paired, unpaired = {n: [] for n in others}, {n: [] for n in others}
     for e in results:
         var = e["cells"][variant]
         row = [e["name"]]
         for n in others:
             c = e["cells"][n]
-            if _failed(var) or _failed(c):
+            ratios = None if _failed(var) or _failed(c) else stats.paired_ratios(var, c)
+            if not ratios:
                 row.append("-")
                 continue
-            r = _median(c, "ops_per_sec") / _median(var, "ops_per_sec")
-            ratios[n].append(r)
-            row.append(f"{r:.2f}x")
+            q1, median, q3 = stats.quartiles(ratios)
+            paired[n].append(median)
+            unpaired[n].append(_median(c, "ops_per_sec") / _median(var, "ops_per_sec"))
+            row.append(f"{median:.2f}x ({q1:.2f}-{q3:.2f})")
         rows.append(row)
-    rows.append(["geomean"] + [f"{_geomean(ratios[n]):.3f}x" if ratios[n] else "-"
+    rows.append(["geomean"] + [f"{_geomean(paired[n]):.3f}x" if paired[n] else "-"
                                for n in others])
+    rows.append(["geomean, ratio of medians"] +
+                [f"{_geomean(unpaired[n]):.3f}x" if unpaired[n] else "-" for n in others])
     return rows
 
 
@@ -158,8 +168,9 @@ def sections(results, allocs, runs):
     for variant, title, what in VARIANTS:
         rows = variant_rows(results, allocs, variant)
         if rows:
-            out.append((title, f"{variant}'s time per op over each allocator's (medians); "
-                        f"above 1: {what} is slower",
+            out.append((title, f"{variant}'s time per op over each allocator's in the same "
+                        "round: the median over the rounds (the middle half of the rounds' "
+                        f"ratios); above 1: {what} is slower",
                         ["workload"] + ["vs " + a.name for a in allocs if a.name != variant],
                         rows))
     ipo = ipo_rows(results, allocs)
