@@ -37,13 +37,15 @@
 #include "stats.h"
 
 /* Blocks collected per owner before one exchange sends them: a message's
- * worth (about 64), or eight for a thread without a heap, which never
- * refills, where others also send what they hold: a consumer thread that
- * only frees (bench prodcons) ran 1.5 times as fast with 512 than with 64
- * blocks a batch, holding 0.2 MiB more; threads with heaps held more
- * memory with larger batches (xthread-90: +0.6 MiB at 512). */
+ * worth (about 64), or four for a thread without a heap, which never
+ * refills, where others also send what they hold.  A consumer thread that
+ * only frees (bench prodcons), paired against eight messages: one 0.91 as
+ * fast, two 0.91-0.93, four 0.96, holding 0.3 MiB less than eight (whose
+ * peak, 3.0 MiB, was above mimalloc's 2.9 once the owner's drain stopped
+ * prefetching and the producer kept the queue full).  Threads with heaps
+ * held more memory with larger batches (xthread-90: +0.6 MiB at 512). */
 #define REMOTE_BATCH HK_REMOTE_MSG_BLOCKS
-#define REMOTE_BATCH_NO_HEAP (8 * HK_REMOTE_MSG_BLOCKS)
+#define REMOTE_BATCH_NO_HEAP (4 * HK_REMOTE_MSG_BLOCKS)
 
 /* The messages no one uses, under a lock: a sender takes one for every 62
  * blocks, an owner gives back all it drained at once.  They come from the
