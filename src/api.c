@@ -77,7 +77,7 @@ static HK_NOINLINE size_t usable_size_slow(const void *p, const char *call)
 size_t hk_usable_size(const void *p, const char *call)
 {
     if (!HK_SECURE_ON && hk_own_arena(p))
-        return hk_page_of_block(p)->block_size;
+        return hk_page_of_any_block(p)->block_size;
     return usable_size_slow(p, call);
 }
 
@@ -127,7 +127,7 @@ static HK_NOINLINE void *realloc_slow(void *p, size_t size)
 HK_API void *hak_realloc(void *p, size_t size)
 {
     if (!HK_SECURE_ON && hk_own_arena(p)) {
-        size_t old = hk_page_of_block(p)->block_size;
+        size_t old = hk_page_of_any_block(p)->block_size;
         return realloc_keeps(size, old) ? p : realloc_move(p, size, old);
     }
     return realloc_slow(p, size);

@@ -218,6 +218,27 @@ static inline struct hk_page *hk_page_of_block(const void *p)
                    : off < HK_LARGE_REGION_OFFSET ? HK_MEDIUM_PAGE_SHIFT : HK_LARGE_PAGE_SHIFT;
     return hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift);
 }
+/* The same by the region (the arena offset's top two bits), with no branch:
+ * for realloc and malloc_usable_size, whose blocks come small, medium and
+ * large at random (realloc-growth 1.078x as fast, 11 paired rounds).  Where
+ * nearly every block is small (a remote free's drain, a count of a TLS
+ * list), the branch is learnt and costs fewer instructions (xthread-90:
+ * 3.4% more in all with this one there). */
+static inline struct hk_page *hk_page_of_any_block(const void *p)
+{
+    static const uint32_t page_mask[4] = {
+        ((uint32_t)1 << HK_SMALL_PAGE_SHIFT) - 1, ((uint32_t)1 << HK_SMALL_PAGE_SHIFT) - 1,
+        ((uint32_t)1 << HK_MEDIUM_PAGE_SHIFT) - 1, ((uint32_t)1 << HK_LARGE_PAGE_SHIFT) - 1};
+    static const uint32_t header_below_end[4] = {
+        (uint32_t)1 << HK_SMALL_PAGE_SHIFT, (uint32_t)1 << HK_SMALL_PAGE_SHIFT,
+        HK_PAGE_HEADER_SIZE, HK_PAGE_HEADER_SIZE};
+    _Static_assert(HK_MEDIUM_REGION_OFFSET == (uintptr_t)2 << 30 &&
+                       HK_LARGE_REGION_OFFSET == (uintptr_t)3 << 30,
+                   "an arena offset's top two bits name its region");
+    uintptr_t u = (uintptr_t)p;
+    unsigned region = (uint32_t)u >> 30;
+    return (struct hk_page *)((u | page_mask[region]) + 1 - header_below_end[region]);
+}
 
 /* Header of the page holding p, a block of an arena's medium or large
  * region: the region's bit 30 selects the page size, with no branch (a
