@@ -413,6 +413,7 @@ struct hk_heap {
     uint64_t supplied[HK_NCLASSES]; /* blocks moved into the TLS list */
     uint64_t returned[HK_NCLASSES]; /* blocks the TLS list gave back unused */
     uint64_t refills[HK_NCLASSES];
+    uint32_t refills_since_send; /* slow refills, counted for hk_refill_begin's sends */
     bool abandoned;
     pthread_mutex_t pool_lock; /* guards the arenas' free pages and the purge state */
     _Atomic uint64_t purge_at; /* next purge due (0: nothing to purge) */
