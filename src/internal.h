@@ -218,6 +218,7 @@ static inline struct hk_page *hk_page_of_block(const void *p)
                    : off < HK_LARGE_REGION_OFFSET ? HK_MEDIUM_PAGE_SHIFT : HK_LARGE_PAGE_SHIFT;
     return hk_page_header(u & ~(((uintptr_t)1 << shift) - 1), shift);
 }
+
 /* The same by the region (the arena offset's top two bits), with no branch:
  * for realloc and malloc_usable_size, whose blocks come small, medium and
  * large at random (realloc-growth 1.078x as fast, 11 paired rounds).  Where
