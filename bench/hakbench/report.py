@@ -126,7 +126,7 @@ def variant_rows(results, allocs, variant):
         row = [e["name"]]
         for n in others:
             c = e["cells"][n]
-            ratios = None if _failed(var) or _failed(c) else stats.paired_ratios(var, c)
+            ratios = stats.paired_ratios(var, c)  # None where a run failed
             if not ratios:
                 row.append("-")
                 continue
