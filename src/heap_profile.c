@@ -961,9 +961,6 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                 if (before[k] == keep && keep < n - 1) {
                     hk_sample.pending[k] |= bit;
                     passed_point(t, k);
-                    /* Other heaps' blocks of the class must not delay its
-                     * refill: hk_foreign_free sends them home meanwhile. */
-                    hk_tls.foreign[cls] = UINT16_MAX;
                 }
             }
             hk_sample_arm(h);
@@ -979,6 +976,11 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     void *next = hk_next(list);
     HK_SECURE_TAKEN(list, next, cls);
     hk_tls.free[cls] = next;
+    hk_list_filled(cls, keep < n - 1 ? keep : n - 1);
+    /* Other heaps' blocks of the class must not delay its refill at the
+     * point: hk_foreign_free sends them home meanwhile. */
+    if (hk_sample_pending(cls))
+        hk_tls.room[cls] = HK_LIST_NO_ROOM;
     HK_CHECK_PAGE(pg);
     return list;
 }
@@ -1304,6 +1306,7 @@ void hk_heap_profile_start(void)
     /* Blocks handed out before now (the loader's, constructors') go back,
      * so that the thread's next ones come from refills, which sample, and
      * its next medium or large block visits the profiler. */
+    hk_lists_stop();
     if (hk_tls.heap != NULL) {
         hk_heap_flush_tls(hk_tls.heap);
         hk_tls.heap->trim_budget = hk_tls.heap->trim_budget_set = 0;
