@@ -109,6 +109,8 @@ HK_NOINLINE void hk_free_other(void *p, const char *call)
     struct hk_tls *t = &hk_tls;
     uintptr_t key = hk_half_key(p);
     if (hk_listed_half(key) && t->page_key != t->small_key) {
+        t->lists_frees++;
+        t->lists_own += key == t->small_key;
         size_t cls = hk_class_map(key << HK_SMALL_REGION_SHIFT)[(uint32_t)(uintptr_t)p >>
                                                               HK_SMALL_PAGE_SHIFT];
         /* The class first: the owner test is taken only for blocks under

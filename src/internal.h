@@ -443,6 +443,8 @@ struct hk_heap {
     uint32_t foreign_frees;
     uint32_t list_refills;
     uint64_t supplied_seen;
+    uint32_t lists_cool;    /* looks to pass before the next switch */
+    uint32_t lists_backoff; /* the last cool set; 0 once a judgement kept the lists */
 };
 
 static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
@@ -484,6 +486,9 @@ struct hk_tls {
     /* Blocks each class's list may still take: its keep_cap less the
      * blocks on it (thread_lists.c). */
     int16_t room[HK_NCLASSES];
+    /* A switched thread's small frees through its lists, and how many of
+     * them were its own blocks (thread_lists.c judges the share). */
+    uint32_t lists_frees, lists_own;
 };
 extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
 
@@ -614,8 +619,8 @@ void hk_list_release(struct hk_heap *h, unsigned cls); /* the whole list goes */
 #define HK_LISTS_LOOK 256
 void hk_lists_consider(struct hk_heap *h);
 /* Every HK_LISTS_RETRY slow refills of a thread whose frees go to its
- * lists: back to the pages, until hk_lists_consider sees enough of other
- * heaps' blocks freed again. */
+ * lists: its own blocks' share of its frees is judged (thread_lists.c),
+ * and outside the fair band it goes back to its pages for a while. */
 #define HK_LISTS_RETRY 64
 void hk_lists_retry(struct hk_heap *h);
 void hk_free_other(void *p, const char *call); /* free.c */

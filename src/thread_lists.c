@@ -74,41 +74,61 @@ void hk_lists_stop(void)
 /* Over its last HK_LISTS_LOOK frees of other heaps' blocks, h's thread
  * freed at least one for every LISTS_SHARE blocks its lists took from
  * pages or kept (besides those its own frees gave them): its own small
- * blocks go to its lists from now on, until hk_lists_retry (every
- * HK_LISTS_RETRY slow refills) sends them to their pages again for a while.
- */
+ * blocks go to its lists from now on, for as long as hk_lists_retry finds
+ * them a fair share of its frees (below). */
 #define LISTS_SHARE 4
-/* ... but not a thread whose mallocs others' blocks feed (it took fewer
- * than one block from its pages for every LISTS_FED frees of others'):
- * its frees are mostly others' blocks, so its own test is mostly false,
- * which the predictor learns, and its lists would only move blocks between
- * the threads' caches (xthread-90: fewer than 64 taken per 256 in 899 of
- * 928 looks, 0.74-0.86x as fast switched; server: 256-2,048). */
-#define LISTS_FED 2
+/* A switched thread keeps its lists while its own blocks are between
+ * LISTS_OWN_MIN and LISTS_OWN_MAX percent of its small frees, judged every
+ * HK_LISTS_RETRY slow refills once it has made LISTS_JUDGE_MIN of them.
+ * Under the minimum its frees are mostly others' blocks (xthread-90: 10%
+ * own): the branch on whose is learnt, and lists only move others' blocks
+ * between the threads' caches.  Back on its pages, it waits a cool-down of
+ * looks that doubles with each judgement that sent it back. */
+#define LISTS_OWN_MIN 20
+#define LISTS_OWN_MAX 90
+#define LISTS_JUDGE_MIN 1024
+#define LISTS_COOL_MIN 4
+#define LISTS_COOL_MAX 1024
 
 void hk_lists_consider(struct hk_heap *h)
 {
+    if (h->lists_cool != 0) {
+        h->lists_cool--;
+        return;
+    }
     uint64_t supplied = 0;
     for (unsigned c = 1; c < HK_NCLASSES; c++)
         supplied += h->supplied[c];
     uint64_t taken = supplied - h->supplied_seen;
     h->supplied_seen = supplied;
     struct hk_tls *t = &hk_tls;
-    if (taken > (uint64_t)HK_LISTS_LOOK * LISTS_SHARE || taken < HK_LISTS_LOOK / LISTS_FED ||
-        hk_heap_sampling || lists_stopped ||
+    if (taken > (uint64_t)HK_LISTS_LOOK * LISTS_SHARE || hk_heap_sampling || lists_stopped ||
         t->heap != h || !hk_listed_half(t->small_key))
         return;
+    t->lists_frees = t->lists_own = 0;
     t->page_key = ~(uintptr_t)0;
 }
 
 void hk_lists_retry(struct hk_heap *h)
 {
+    struct hk_tls *t = &hk_tls;
+    uint64_t all = t->lists_frees, own = t->lists_own;
+    if (all < LISTS_JUDGE_MIN)
+        return;
+    t->lists_frees = t->lists_own = 0;
+    if (own * 100 >= all * LISTS_OWN_MIN && own * 100 <= all * LISTS_OWN_MAX) {
+        h->lists_backoff = 0;
+        return;
+    }
     uint64_t supplied = 0;
     for (unsigned c = 1; c < HK_NCLASSES; c++)
         supplied += h->supplied[c];
     h->supplied_seen = supplied;
     h->foreign_frees = 0;
-    hk_tls.page_key = hk_tls.small_key;
+    h->lists_backoff = h->lists_backoff == 0 ? LISTS_COOL_MIN
+                     : h->lists_backoff < LISTS_COOL_MAX ? h->lists_backoff * 2 : LISTS_COOL_MAX;
+    h->lists_cool = h->lists_backoff;
+    t->page_key = t->small_key;
 }
 
 /* Block b, off the lists, goes where it belongs: to its page if it is h's,
