@@ -85,7 +85,7 @@ static HK_NOINLINE void free_home(void *p, struct hk_page *pg, struct hk_heap *o
     if (owner == mine)
         hk_page_free_local(pg, p, call);
     else if (mine != NULL && cls >= HK_LINE_CLASS && hk_classes[cls].keep_cap != 0)
-        hk_foreign_free(mine, cls, p);
+        hk_foreign_keep(mine, cls, p);
     else
         hk_remote_free(owner, p);
 }
@@ -144,7 +144,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     if (HK_LIKELY(home.heap != mine && mine != NULL)) {
         if (HK_UNLIKELY((++mine->foreign_frees & (HK_LISTS_LOOK - 1)) == 0))
             hk_lists_consider(mine);
-        if (HK_LIKELY(hk_foreign_keep_now(mine, home.cls))) {
+        if (HK_LIKELY(hk_foreign_keep_now(home.cls))) {
             hk_foreign_keep(mine, home.cls, p);
             return;
         }

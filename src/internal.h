@@ -264,7 +264,7 @@ struct hk_class {
     uint16_t capacity;  /* blocks per page */
     uint16_t batch;     /* blocks carved from a fresh page at a time */
     uint16_t regain;    /* small: free blocks that bring a full page back */
-    uint16_t keep_cap;  /* small: pushes between checks of a thread's list (thread_lists.c) */
+    uint16_t keep_cap;  /* small: blocks a thread's list holds beside a refill's (thread_lists.c) */
     uint8_t kind;
 };
 extern struct hk_class hk_classes[HK_NCLASSES];
@@ -610,7 +610,6 @@ static inline bool hk_listed_half(uintptr_t k)
 
 void hk_lists_register(uintptr_t arena_base);   /* a full-size arena, made */
 void hk_lists_unregister(uintptr_t arena_base); /* about to be unmapped */
-void hk_lists_stop(void); /* sampling from now on: no half is listed */
 /* p, a block of class cls, found its list's room spent (room, taken, is -1). */
 void hk_list_full(unsigned cls, void *p);
 void hk_list_release(struct hk_heap *h, unsigned cls); /* the whole list goes */
@@ -638,11 +637,16 @@ static inline void hk_list_push(size_t cls, void *p)
     t->free[cls] = p;
 }
 
-/* A room that no run of mallocs brings back above zero: heap_profile.c
- * gives it to a class with a sample point pending, so that the list keeps
- * no other heap's block until the refill at the point, which fills it again
- * (hk_foreign_free sends them home meanwhile). */
-#define HK_LIST_NO_ROOM (INT16_MIN / 2)
+/* While sampling, every room is offset by this much, so that no run of
+ * mallocs brings one to 0 and every push goes to hk_list_full, which counts
+ * the block toward the thread's next sample point (heap_profile.c) or, when
+ * it would hold that point or its class's next refill does, sends it where
+ * it belongs: a free itself then pays nothing for the profiler. */
+#define HK_LIST_SAMPLED_ROOM (INT16_MIN / 2)
+static inline int hk_list_room_base(void)
+{
+    return hk_heap_sampling ? HK_LIST_SAMPLED_ROOM : 0;
+}
 
 /* The list of class cls is set to n blocks (a refill's). */
 static inline void hk_list_filled(unsigned cls, unsigned n)
@@ -807,9 +811,6 @@ static inline void hk_foreign_keep(struct hk_heap *h, unsigned cls, void *p)
     hk_count(&h->supplied[cls], 1);
     hk_list_push(cls, p);
 }
-/* Free such a block where hk_foreign_keep_now (below) says no: kept, or
- * sent home (remote.c). */
-void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
 void hk_page_retire(struct hk_page *pg);
 void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg);
 void hk_page_queue_remove(struct hk_heap *h, struct hk_page *pg);
@@ -1054,25 +1055,23 @@ static inline bool hk_sample_budget_take(struct hk_heap *h, int64_t bytes)
     return true;
 }
 
-/* Another heap's block of class cls kept on h's thread's TLS list
- * (hk_foreign_free; never while its class has a point pending) is counted
+/* A block of class cls pushed on h's thread's list while sampling
+ * (hk_list_full; never while its class has a point pending) is counted
  * like a refill of one block: from the budget, else out of line. */
-bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls);
-static inline bool hk_sample_pass_foreign(struct hk_heap *h, unsigned cls)
+bool hk_sample_pass_pushed_slow(struct hk_heap *h, unsigned cls);
+static inline bool hk_sample_pass_pushed(struct hk_heap *h, unsigned cls)
 {
     return hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size) ||
-           hk_sample_pass_foreign_slow(h, cls);
+           hk_sample_pass_pushed_slow(h, cls);
 }
 
-/* Can another heap's block of class cls be kept on h's thread's TLS list
- * with no more ado (hk_foreign_keep)?  Not under a cache line, not when
- * the list is due to be looked at (or the class has a point pending,
- * which takes its room away: heap_profile.c), nor while sampling when the
- * block would reach the end of the budget: then hk_foreign_free decides. */
-static inline bool hk_foreign_keep_now(struct hk_heap *h, unsigned cls)
+/* Can another heap's block of class cls be kept on the thread's list with
+ * no more ado (hk_foreign_keep)?  Not under a cache line, nor when the
+ * list's room is spent, as it always is while sampling (every push is
+ * counted then: HK_LIST_SAMPLED_ROOM). */
+static inline bool hk_foreign_keep_now(unsigned cls)
 {
-    return cls >= HK_LINE_CLASS && hk_tls.room[cls] > 0 &&
-           (!hk_heap_sampling || hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size));
+    return cls >= HK_LINE_CLASS && hk_tls.room[cls] > 0;
 }
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went

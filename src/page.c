@@ -259,7 +259,9 @@ static inline void *sampled_hand_out(struct hk_heap *h, struct hk_page *pg, unsi
     if (HK_UNLIKELY(hk_sample_pending(cls) ||
                     !hk_sample_budget_take(h, (int64_t)(n * hk_classes[cls].block_size))))
         return hk_heap_sample_refill(h, pg, cls, list, n);
-    return hand_out(pg, list, cls, n);
+    void *block = hand_out(pg, list, cls, n);
+    hk_tls.room[cls] += HK_LIST_SAMPLED_ROOM;
+    return block;
 }
 
 /* The general refill while sampling (out of line: the quick path below

@@ -260,17 +260,3 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     remote_free_slow(t, owner, p);
 }
 
-/* Free p, a small block of class cls of another heap than h, the calling
- * thread's, where hk_foreign_keep_now says no: kept, and the list looked at
- * if its room is spent (thread_lists.c); while sampling, p goes home when
- * its class's next refill holds a point (the malloc at the point must
- * refill: heap_profile.c) or when it would reach the point. */
-void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
-{
-    if (HK_UNLIKELY(hk_heap_sampling) &&
-        (hk_sample_pending(cls) || !hk_sample_pass_foreign(h, cls))) {
-        hk_remote_free(hk_heap_of_block(p), p);
-        return;
-    }
-    hk_foreign_keep(h, cls, p);
-}

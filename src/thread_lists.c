@@ -31,9 +31,9 @@
  * write that line too (passive false sharing: false-sharing-passive ran 3x
  * slower).
  *
- * While sampling (heap_profile.c), blocks are counted as they enter a list,
- * which a free cannot do: no half is listed and no thread's own blocks go
- * to its lists; other heaps' blocks are pushed by hk_free_slow, counted.
+ * While sampling (heap_profile.c), blocks are counted as they enter a list:
+ * every room then carries a base (HK_LIST_SAMPLED_ROOM) that sends every
+ * push here, where push_sampled counts it or list_full decides.
  */
 #include <stdint.h>
 
@@ -41,11 +41,10 @@
 
 /* Entry 0 would otherwise match the pointers of the lowest 2 GiB. */
 uintptr_t hk_small_halves[HK_SMALL_HALVES] = {[0] = ~(uintptr_t)0};
-static bool lists_stopped;
 
 void hk_lists_register(uintptr_t arena_base)
 {
-    if (HK_SECURE_ON || lists_stopped)
+    if (HK_SECURE_ON)
         return;
     uintptr_t key = arena_base >> HK_SMALL_REGION_SHIFT, none = 0;
     __atomic_compare_exchange_n(&hk_small_halves[key & (HK_SMALL_HALVES - 1)], &none, key, false,
@@ -58,17 +57,6 @@ void hk_lists_unregister(uintptr_t arena_base)
     if (key != 0)
         __atomic_compare_exchange_n(&hk_small_halves[key & (HK_SMALL_HALVES - 1)], &key, 0, false,
                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-}
-
-/* From the constructor, before any thread but the caller can free, and
- * before it has looked (hk_lists_consider). */
-void hk_lists_stop(void)
-{
-    lists_stopped = true;
-    hk_tls.page_key = hk_tls.small_key;
-    for (size_t i = 1; i < HK_SMALL_HALVES; i++)
-        if (hk_small_halves[i] != 0)
-            __atomic_store_n(&hk_small_halves[i], 0, __ATOMIC_RELEASE);
 }
 
 /* Over its last HK_LISTS_LOOK frees of other heaps' blocks, h's thread
@@ -102,7 +90,7 @@ void hk_lists_consider(struct hk_heap *h)
     uint64_t taken = supplied - h->supplied_seen;
     h->supplied_seen = supplied;
     struct hk_tls *t = &hk_tls;
-    if (taken > (uint64_t)HK_LISTS_LOOK * LISTS_SHARE || hk_heap_sampling || lists_stopped ||
+    if (taken > (uint64_t)HK_LISTS_LOOK * LISTS_SHARE ||
         t->heap != h || !hk_listed_half(t->small_key))
         return;
     t->lists_frees = t->lists_own = 0;
@@ -160,7 +148,23 @@ static void release_list(struct hk_heap *h, unsigned cls, void *list)
     }
 }
 
-HK_NOINLINE void hk_list_full(unsigned cls, void *p)
+/* While sampling, every push comes here (HK_LIST_SAMPLED_ROOM): p goes on
+ * the list, room taken and bytes counted, where both suffice and its class
+ * has no point pending; else false, for hk_list_full to decide. */
+static inline bool push_sampled(struct hk_tls *t, unsigned cls, void *p)
+{
+    int room = t->room[cls] + 1; /* as it was before the push took one */
+    struct hk_heap *h = t->heap;
+    if (room >= HK_LIST_SAMPLED_ROOM / 2 || room - HK_LIST_SAMPLED_ROOM <= 0 || h == NULL ||
+        hk_sample_pending(cls) || !hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size))
+        return false;
+    hk_set_next(p, t->free[cls]);
+    t->free[cls] = p;
+    return true;
+}
+
+/* The room is spent (or, while sampling, p was not counted inline). */
+static HK_NOINLINE void list_full(unsigned cls, void *p)
 {
     struct hk_tls *t = &hk_tls;
     struct hk_heap *h = t->heap;
@@ -174,6 +178,23 @@ HK_NOINLINE void hk_list_full(unsigned cls, void *p)
         release_block(h, p);
         return;
     }
+    int base = hk_list_room_base();
+    if (HK_UNLIKELY(base != 0)) {
+        /* Sampling: p would hold the next point, or its class's next
+         * refill does and must not wait for the list to drain. */
+        if (hk_sample_pending(cls) || !hk_sample_pass_pushed(h, cls)) {
+            release_block(h, p);
+            return;
+        }
+        /* A room set before sampling began has no base: it is made anew
+         * below, as a full list's. */
+        if (t->room[cls] < base / 2 && t->room[cls] - base > 0) {
+            t->room[cls]--;
+            hk_set_next(p, t->free[cls]);
+            t->free[cls] = p;
+            return;
+        }
+    }
     /* The list's newest half stays, then p goes on it. */
     void *list = t->free[cls], *rest = NULL;
     unsigned n = 0;
@@ -186,8 +207,16 @@ HK_NOINLINE void hk_list_full(unsigned cls, void *p)
     }
     hk_set_next(p, list);
     t->free[cls] = p;
-    t->room[cls] = (int16_t)(cap - n - 1);
+    t->room[cls] = (int16_t)(base + (int)cap - (int)n - 1);
     release_list(h, cls, rest);
+}
+
+/* A frame of its own for list_full: a sampled push needs none. */
+HK_NOINLINE void hk_list_full(unsigned cls, void *p)
+{
+    if (HK_UNLIKELY(hk_heap_sampling) && push_sampled(&hk_tls, cls, p))
+        return;
+    list_full(cls, p);
 }
 
 void hk_list_release(struct hk_heap *h, unsigned cls)
@@ -195,6 +224,6 @@ void hk_list_release(struct hk_heap *h, unsigned cls)
     struct hk_tls *t = &hk_tls;
     void *list = t->free[cls];
     t->free[cls] = NULL;
-    t->room[cls] = (int16_t)hk_classes[cls].keep_cap;
+    t->room[cls] = (int16_t)(hk_list_room_base() + hk_classes[cls].keep_cap);
     release_list(h, cls, list);
 }
