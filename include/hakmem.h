@@ -53,7 +53,7 @@ int hak_malloc_trim(size_t pad);
 
 struct hak_class_stats {
     size_t block_size;
-    uint64_t mallocs;   /* blocks handed out (see below) */
+    uint64_t mallocs;   /* blocks the thread caches took (see README) */
     uint64_t frees;     /* blocks given back */
     uint64_t live;      /* blocks in use now */
     uint64_t pages;     /* pages holding this class now */

@@ -16,10 +16,16 @@ HK_API HK_HOT void *hak_malloc(size_t size)
         size_t cls = hk_tls.class_of[(size + 15) >> 4];
         void **list = &hk_tls.free[cls];
         void *block = *list;
+#if defined(__x86_64__)
+        /* The block where it is returned: else gcc may load it elsewhere
+         * and spend a move on it (with the room's count below, it did). */
+        __asm__("" : "+a"(block));
+#endif
         if (HK_LIKELY(block != NULL)) {
             void *next = hk_next(block);
             HK_SECURE_TAKEN(block, next, cls);
             *list = next;
+            hk_tls.room[cls]++;
             return block;
         }
         if (HK_LIKELY(cls != 0))

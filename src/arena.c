@@ -159,6 +159,8 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
     /* The class map is zero, as a fresh mapping is: every page free. */
     hk_stat_add(&hk_os_stats.arenas, 1);
     atomic_store_explicit(&hk_arena_table[slot], a, memory_order_release);
+    if (!compact)
+        hk_lists_register((uintptr_t)base);
     return a;
 }
 
@@ -639,6 +641,8 @@ static void arena_unmap(struct hk_arena *a)
         committed += (uint64_t)r->committed << hk_page_shift(k);
     }
     atomic_store_explicit(&hk_arena_table[base >> HK_ARENA_SHIFT], NULL, memory_order_release);
+    if (!compact)
+        hk_lists_unregister(base);
     uint64_t reserved = HK_ARENA_SIZE;
     if (compact) {
         /* An empty arena's pages are all purged (and usually gone already,

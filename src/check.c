@@ -105,20 +105,29 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
     unsigned local = walk(pg, pg->local_free, seen, file, line);
     const struct hk_heap *h = pg->heap;
     unsigned cached = 0;
-    if (pg->state == HK_PAGE_CURRENT && hk_tls.heap == h) {
-        /* The thread's list: other heaps' blocks of the class, at most as
-         * many as it counts, then this page's. */
-        const void *list = hk_tls.free[pg->cls];
-        unsigned foreign = 0;
-        for (; list != NULL && hk_foreign_block(h, pg->cls, list); list = hk_next(list)) {
-            const struct hk_page *home = hk_page_of(list);
-            if (home == NULL || home->heap == h || home->cls != pg->cls)
-                PAGE_FAIL("the thread's list holds a block that is not another heap's of the class");
-            foreign++;
+    if (hk_tls.heap == h) {
+        /* The thread's list of the class: blocks of the class, of any
+         * heap's pages (thread_lists.c); those of this page count as used. */
+        for (const void *b = hk_tls.free[pg->cls]; b != NULL; b = hk_next(b)) {
+            const struct hk_page *home = hk_page_of(b);
+            if (home == NULL || home->cls != pg->cls)
+                PAGE_FAIL("the thread's list holds a block that is not one of its class");
+            if (home != pg)
+                continue;
+            uintptr_t i = ((uintptr_t)b - (uintptr_t)pg->blocks) / pg->block_size;
+            if (i >= (unsigned)(pg->capacity - pg->unbumped))
+                PAGE_FAIL("the thread's list holds a block that was never carved");
+            if (seen[i / 64] >> (i % 64) & 1)
+                PAGE_FAIL("a block is twice in the free lists (a double free?)");
+            seen[i / 64] |= (uint64_t)1 << (i % 64);
+            cached++;
         }
-        if (foreign > hk_tls.foreign[pg->cls])
-            PAGE_FAIL("the thread's list holds more blocks of other heaps than it counts");
-        cached = walk(pg, list, seen, file, line);
+        unsigned n = 0;
+        for (const void *b = hk_tls.free[pg->cls]; b != NULL; b = hk_next(b))
+            n++;
+        int16_t room = hk_tls.room[pg->cls];
+        if ((int)hk_classes[pg->cls].keep_cap - (int)n != room - hk_list_room_base())
+            PAGE_FAIL("the thread's list's room is not its keep_cap less its length");
     }
     if (pg->state == HK_PAGE_FULL) {
         unsigned regain = hk_classes[pg->cls].regain;
@@ -130,6 +139,20 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
         PAGE_FAIL("used + local_free + unbumped is not the capacity");
     if ((unsigned)pg->used < cached)
         PAGE_FAIL("the thread's list holds more blocks than used counts");
+}
+
+/* A block pushed on the thread's list of its class must not be on it
+ * already: a double free, which free does not see.  The newest blocks are
+ * looked at, where a block freed twice in a row lies. */
+#define PUSH_LOOK 64
+
+void hk_list_check_push(unsigned cls, const void *p, const char *file, int line)
+{
+    unsigned n = 0;
+    for (const void *b = hk_tls.free[cls]; b != NULL && n < PUSH_LOOK; b = hk_next(b), n++)
+        if (b == p)
+            fail("page check failed", "a block is twice in the free lists (a double free?)",
+                 hk_page_of(p), file, line);
 }
 
 static void check_bitmap(const struct hk_page *pg, const char *file, int line)

@@ -14,8 +14,10 @@
 
 static inline void free_block(void *p, const char *call)
 {
-    /* The hardened build trusts no pointer: every free is validated. */
-    if (HK_LIKELY(!HK_SECURE_ON && hk_own_small(p))) {
+    /* The hardened build trusts no pointer: every free is validated.  Past
+     * page_key (~0 once the thread's frees go to its lists), the thread's
+     * own small blocks go to hk_free_other as well. */
+    if (HK_LIKELY(!HK_SECURE_ON && hk_half_key(p) == hk_tls.page_key)) {
         uintptr_t u = (uintptr_t)p;
         /* hk_page_free_local, spelled so that gcc addresses both fields from
          * the page base and decrements `used` in memory. */
@@ -42,7 +44,7 @@ static inline void free_block(void *p, const char *call)
         return;
     }
 #endif
-    hk_free_slow(p, call);
+    hk_free_other(p, call);
 }
 
 HK_API HK_HOT void hak_free(void *p)
@@ -82,8 +84,8 @@ static HK_NOINLINE void free_home(void *p, struct hk_page *pg, struct hk_heap *o
     struct hk_heap *mine = hk_tls.heap;
     if (owner == mine)
         hk_page_free_local(pg, p, call);
-    else if (mine != NULL && hk_classes[cls].foreign_cap != 0)
-        hk_foreign_free(mine, cls, p);
+    else if (mine != NULL && cls >= HK_LINE_CLASS && hk_classes[cls].keep_cap != 0)
+        hk_foreign_keep(mine, cls, p);
     else
         hk_remote_free(owner, p);
 }
@@ -94,6 +96,35 @@ static HK_NOINLINE void free_other(void *p, const char *call)
 {
     if (!hk_heap_sample_slot_free(p) && !hk_huge_free(p) && !hk_guard_free(p, call))
         hk_invalid_pointer(call, p);
+}
+
+/* A free that is not of the thread's own small block going back to its
+ * page, nor of its own medium or large block.  Once the thread's frees go
+ * to its lists (thread_lists.c), a small block of a full-size arena,
+ * whoever's, goes on the list of its class, with no branch on whose it is,
+ * but for another heap's block under a cache line; the rest is
+ * hk_free_slow's. */
+HK_NOINLINE void hk_free_other(void *p, const char *call)
+{
+    struct hk_tls *t = &hk_tls;
+    uintptr_t key = hk_half_key(p);
+    if (hk_listed_half(key) && t->page_key != t->small_key) {
+        t->lists_frees++;
+        t->lists_own += key == t->small_key;
+        size_t cls = hk_class_map(key << HK_SMALL_REGION_SHIFT)[(uint32_t)(uintptr_t)p >>
+                                                              HK_SMALL_PAGE_SHIFT];
+        /* The class first: the owner test is taken only for blocks under
+         * a cache line, where it is the branch no predictor learns. */
+        if (HK_LIKELY(cls >= HK_LINE_CLASS)) {
+            hk_list_push(cls, p);
+            return;
+        }
+        if (key == t->small_key) {
+            hk_list_push(cls, p);
+            return;
+        }
+    }
+    hk_free_slow(p, call);
 }
 
 /* Anything but the thread's own blocks: validated, then freed.  Another
@@ -110,9 +141,13 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     }
     HK_SECURE_FREEING(home.page, p, call);
     struct hk_heap *mine = hk_tls.heap;
-    if (HK_LIKELY(home.heap != mine && mine != NULL && hk_foreign_keep_now(mine, home.cls))) {
-        hk_foreign_keep(mine, home.cls, p);
-        return;
+    if (HK_LIKELY(home.heap != mine && mine != NULL)) {
+        if (HK_UNLIKELY((++mine->foreign_frees & (HK_LISTS_LOOK - 1)) == 0))
+            hk_lists_consider(mine);
+        if (HK_LIKELY(hk_foreign_keep_now(home.cls))) {
+            hk_foreign_keep(mine, home.cls, p);
+            return;
+        }
     }
     /* A thread without a heap (a consumer that only frees) sends every
      * block home: straight there. */

@@ -11,6 +11,7 @@
 #include "stats.h"
 
 __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec"))) = {
+    .page_key = ~(uintptr_t)0,
     .small_key = ~(uintptr_t)0,
 };
 
@@ -40,7 +41,12 @@ static void tls_bind(struct hk_heap *h)
      * region's address range: every free of such a heap is validated. */
     bool fast = h != NULL && !h->arenas->compact;
     hk_tls.small_key = fast ? h->arenas->base >> HK_SMALL_REGION_SHIFT : ~(uintptr_t)0;
+    hk_tls.page_key = hk_tls.small_key;
     memcpy(hk_tls.class_of, hk_class_of_index, sizeof hk_tls.class_of);
+    /* The lists are empty here; a thread without a heap keeps nothing on
+     * them (hk_list_full). */
+    for (unsigned c = 0; c < HK_NCLASSES; c++)
+        hk_tls.room[c] = (int16_t)(hk_list_room_base() + (h != NULL ? hk_classes[c].keep_cap : 0));
 }
 
 static struct hk_heap *heap_create(void)
@@ -104,25 +110,8 @@ struct hk_heap *hk_heap_attach(void)
  * heaps' blocks go home. */
 void hk_heap_flush_tls(struct hk_heap *h)
 {
-    for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
-        hk_foreign_send(h, cls);
-        void *list = hk_tls.free[cls];
-        if (list == NULL)
-            continue;
-        struct hk_page *pg = h->current[cls];
-        HK_ASSERT(pg != NULL && pg->state == HK_PAGE_CURRENT);
-        void *tail = list;
-        int32_t n = 1;
-        while (hk_next(tail) != NULL) {
-            tail = hk_next(tail);
-            n++;
-        }
-        hk_set_next(tail, pg->local_free);
-        pg->local_free = list;
-        pg->used -= n;
-        hk_tls.free[cls] = NULL;
-        hk_count(&h->returned[cls], (uint64_t)n);
-    }
+    for (unsigned cls = 1; cls < HK_NCLASSES; cls++)
+        hk_list_release(h, cls);
     hk_remote_flush();
 }
 

@@ -961,9 +961,6 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                 if (before[k] == keep && keep < n - 1) {
                     hk_sample.pending[k] |= bit;
                     passed_point(t, k);
-                    /* Other heaps' blocks of the class must not delay its
-                     * refill: hk_foreign_free sends them home meanwhile. */
-                    hk_tls.foreign[cls] = UINT16_MAX;
                 }
             }
             hk_sample_arm(h);
@@ -979,12 +976,14 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     void *next = hk_next(list);
     HK_SECURE_TAKEN(list, next, cls);
     hk_tls.free[cls] = next;
+    hk_list_filled(cls, keep < n - 1 ? keep : n - 1);
+    hk_tls.room[cls] += HK_LIST_SAMPLED_ROOM;
     HK_CHECK_PAGE(pg);
     return list;
 }
 
-/* hk_sample_pass_foreign's block did not fit the budget. */
-bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls)
+/* hk_sample_pass_pushed's block did not fit the budget. */
+bool hk_sample_pass_pushed_slow(struct hk_heap *h, unsigned cls)
 {
     uint64_t size = hk_classes[cls].block_size;
     small_tick(h, size);
@@ -1316,6 +1315,10 @@ void hk_heap_profile_start(void)
         hk_guard_start();
     }
     hk_heap_sampling = true;
+    /* The caller's lists are empty: their rooms take the base (threads
+     * bound from now on take it in tls_bind). */
+    for (unsigned c = 0; c < HK_NCLASSES; c++)
+        hk_tls.room[c] += HK_LIST_SAMPLED_ROOM;
     atomic_fetch_or(&hk_detour, HK_DETOUR_SAMPLE);
 }
 

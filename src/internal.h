@@ -112,11 +112,14 @@ struct hk_page;
 #ifdef HK_DEBUG
 __attribute__((noreturn)) void hk_assert_failed(const char *what, const char *file, int line);
 void hk_page_check(const struct hk_page *pg, const char *file, int line);
+void hk_list_check_push(unsigned cls, const void *p, const char *file, int line);
+#define HK_CHECK_PUSH(cls, p) hk_list_check_push((cls), (p), __FILE__, __LINE__)
 #define HK_ASSERT(cond) (HK_LIKELY(cond) ? (void)0 : hk_assert_failed(#cond, __FILE__, __LINE__))
 #define HK_CHECK_PAGE(pg) hk_page_check((pg), __FILE__, __LINE__)
 #else
 #define HK_ASSERT(cond) ((void)sizeof(cond))
 #define HK_CHECK_PAGE(pg) ((void)sizeof(pg))
+#define HK_CHECK_PUSH(cls, p) ((void)sizeof(cls), (void)sizeof(p))
 #endif
 
 /* ---- pages --------------------------------------------------------------- */
@@ -261,7 +264,7 @@ struct hk_class {
     uint16_t capacity;  /* blocks per page */
     uint16_t batch;     /* blocks carved from a fresh page at a time */
     uint16_t regain;    /* small: free blocks that bring a full page back */
-    uint16_t foreign_cap; /* other heaps' blocks a thread may keep (0: none) */
+    uint16_t keep_cap;  /* small: blocks a thread's list holds beside a refill's (thread_lists.c) */
     uint8_t kind;
 };
 extern struct hk_class hk_classes[HK_NCLASSES];
@@ -435,6 +438,13 @@ struct hk_heap {
      * thread's first sample (heap_profile.c): it goes with the heap, so it
      * costs no TLS, and no memory unless profiling. */
     struct stack_memo *stack_memo;
+    /* Frees of other heaps' blocks by the heap's thread, and the blocks
+     * its lists had taken when it last looked (thread_lists.c). */
+    uint32_t foreign_frees;
+    uint32_t list_refills;
+    uint64_t supplied_seen;
+    uint32_t lists_cool;    /* looks to pass before the next switch */
+    uint32_t lists_backoff; /* the last cool set; 0 once a judgement kept the lists */
 };
 
 static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
@@ -455,12 +465,14 @@ struct hk_remote_batch {
 /* Per-thread state, reached through initial-exec TLS.  `small_key` is
  * the address bits that identify the thread's own small region (arena base
  * >> 31), rotated so that a misaligned pointer never matches; ~0 when the
- * thread has no heap. */
+ * thread has no heap.  `page_key` is what free compares first: small_key
+ * while the thread's own small blocks go back to their pages, ~0 once its
+ * frees all go to its lists (thread_lists.c). */
 struct hk_tls {
-    void *free[HK_NCLASSES]; /* free list of each class: blocks of other heaps
-                                this thread freed (remote.c), then blocks of
-                                the current page; first, so that malloc
-                                indexes it with no offset */
+    void *free[HK_NCLASSES]; /* free list of each class (thread_lists.c);
+                                first, so that malloc indexes it with no
+                                offset */
+    uintptr_t page_key;
     uintptr_t small_key;
     struct hk_heap *heap;
     /* hk_class_of_index, copied when the thread gets a heap (all 0 before:
@@ -471,9 +483,12 @@ struct hk_tls {
     /* Messages this thread drained, kept for its own sends (remote.c). */
     struct hk_remote_msg *msg_stash;
     uint32_t msg_stash_n;
-    /* Blocks of other heaps pushed on each class's list since it was last
-     * counted: a bound on those still in it (remote.c). */
-    uint16_t foreign[HK_NCLASSES];
+    /* Blocks each class's list may still take: its keep_cap less the
+     * blocks on it (thread_lists.c). */
+    int16_t room[HK_NCLASSES];
+    /* A switched thread's small frees through its lists, and how many of
+     * them were its own blocks (thread_lists.c judges the share). */
+    uint32_t lists_frees, lists_own;
 };
 extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
 
@@ -492,13 +507,10 @@ static inline bool hk_own_small(const void *p)
 
 /* p is 16-byte aligned and in the medium or large region of the thread's
  * own first arena: the arena's upper half (an arena base's bit 31 is 0, so
- * the key's lowest bit is too).  The key is loaded again: free tests this
- * after hk_own_small, and a key kept from there in a register would cost
- * free's fast path a move. */
+ * the key's lowest bit is too). */
 static inline bool hk_own_bitmap(const void *p)
 {
-    uintptr_t key = *(volatile uintptr_t *)&hk_tls.small_key;
-    return ((hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4)) ^ 1) == key;
+    return ((hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4)) ^ 1) == hk_tls.small_key;
 }
 
 /* p is 16-byte aligned and in the thread's own first arena. */
@@ -560,6 +572,88 @@ void hk_purge_fork_lock(void);
 void hk_purge_fork_parent(void);
 void hk_purge_fork_child(void);
 
+/* ---- the thread's free lists (thread_lists.c) ----------------------------
+ *
+ * Each small class's TLS list holds blocks for the thread's mallocs: a
+ * refill's, the small blocks of other heaps (of a cache line or more) that
+ * the thread frees, and, once the thread frees many of those, its own as
+ * well: free then sends every small block of a full-size arena to the list,
+ * with no branch on whose it is.  hk_small_halves says which 2 GiB halves
+ * of the address space are such arenas' small regions; the class comes from
+ * the arena's class map (block_home.h).  room[cls] is the class's
+ * keep_cap less the blocks on its list; a push that finds none goes to
+ * hk_list_full. */
+#define HK_SMALL_HALVES ((size_t)256)
+extern uintptr_t hk_small_halves[HK_SMALL_HALVES];
+
+/* The key of the 2 GiB half of the address space holding p: its address
+ * bits from bit 31 up, rotated as hk_own_small's, so that a pointer that is
+ * not 16-byte aligned has a key no half has. */
+static inline uintptr_t hk_half_key(const void *p)
+{
+    return hk_rotate4((uintptr_t)p) >> (HK_SMALL_REGION_SHIFT - 4);
+}
+
+/* Is the half of key k (hk_half_key) a full-size arena's small region?
+ * Halves whose keys share their low 8 bits (bases 512 GiB apart) share an
+ * entry: the first registered has it, the others' blocks are freed as
+ * those of compact arenas are.  Entry 0 holds a key no half has, so that
+ * unused entries (0) match no pointer. */
+static inline bool hk_listed_half(uintptr_t k)
+{
+    return hk_small_halves[k & (HK_SMALL_HALVES - 1)] == k;
+}
+
+/* The first class of blocks of a cache line or more (size_class.c checks
+ * it): another heap's blocks of a class below are never kept. */
+#define HK_LINE_CLASS 4
+
+void hk_lists_register(uintptr_t arena_base);   /* a full-size arena, made */
+void hk_lists_unregister(uintptr_t arena_base); /* about to be unmapped */
+/* p, a block of class cls, found its list's room spent (room, taken, is -1). */
+void hk_list_full(unsigned cls, void *p);
+void hk_list_release(struct hk_heap *h, unsigned cls); /* the whole list goes */
+/* Every HK_LISTS_LOOK frees of other heaps' blocks by h's thread: should
+ * all its frees go to its lists now? */
+#define HK_LISTS_LOOK 256
+void hk_lists_consider(struct hk_heap *h);
+/* Every HK_LISTS_RETRY slow refills of a thread whose frees go to its
+ * lists: its own blocks' share of its frees is judged (thread_lists.c),
+ * and outside the fair band it goes back to its pages for a while. */
+#define HK_LISTS_RETRY 64
+void hk_lists_retry(struct hk_heap *h);
+void hk_free_other(void *p, const char *call); /* free.c */
+
+/* Push p, a block of class cls, on the thread's list. */
+static inline void hk_list_push(size_t cls, void *p)
+{
+    struct hk_tls *t = &hk_tls;
+    HK_CHECK_PUSH((unsigned)cls, p);
+    if (HK_UNLIKELY(--t->room[cls] < 0)) {
+        hk_list_full((unsigned)cls, p);
+        return;
+    }
+    hk_set_next(p, t->free[cls]);
+    t->free[cls] = p;
+}
+
+/* While sampling, every room is offset by this much, so that no run of
+ * mallocs brings one to 0 and every push goes to hk_list_full, which counts
+ * the block toward the thread's next sample point (heap_profile.c) or, when
+ * it would hold that point or its class's next refill does, sends it where
+ * it belongs: a free itself then pays nothing for the profiler. */
+#define HK_LIST_SAMPLED_ROOM (INT16_MIN / 2)
+static inline int hk_list_room_base(void)
+{
+    return hk_heap_sampling ? HK_LIST_SAMPLED_ROOM : 0;
+}
+
+/* The list of class cls is set to n blocks (a refill's). */
+static inline void hk_list_filled(unsigned cls, unsigned n)
+{
+    hk_tls.room[cls] = (int16_t)((int)hk_classes[cls].keep_cap - (int)n);
+}
+
 /* ---- pages (page.c) ------------------------------------------------------ */
 
 void *hk_refill(unsigned cls);
@@ -573,6 +667,7 @@ static inline void *hk_tls_pop(unsigned cls)
         void *next = hk_next(block);
         HK_SECURE_TAKEN(block, next, cls);
         *list = next;
+        hk_tls.room[cls]++;
     }
     return block;
 }
@@ -707,28 +802,14 @@ void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *l
 void hk_remote_stash_release(void); /* the thread's kept messages, at its exit */
 void hk_remote_fork_lock(void);
 void hk_remote_fork_unlock(bool child);
-void hk_foreign_send(struct hk_heap *h, unsigned cls);
 
 /* p, a small block of class cls of another heap than h, the calling
- * thread's, goes on the TLS list for this thread's mallocs. */
+ * thread's, goes on the TLS list for this thread's mallocs, where the list
+ * has room (hk_foreign_keep_now). */
 static inline void hk_foreign_keep(struct hk_heap *h, unsigned cls, void *p)
 {
-    struct hk_tls *t = &hk_tls;
-    hk_set_next(p, t->free[cls]);
-    t->free[cls] = p;
-    t->foreign[cls]++;
     hk_count(&h->supplied[cls], 1);
-}
-/* Free such a block where hk_foreign_keep_now (below) says no: kept, or
- * sent home (remote.c). */
-void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p);
-
-/* Is block b, of class cls's TLS list, another heap's?  The list holds other
- * heaps' blocks first and then those of the current page, if any (remote.c):
- * telling them apart needs only b's address. */
-static inline bool hk_foreign_block(const struct hk_heap *h, unsigned cls, const void *b)
-{
-    return hk_page_of_block(b) != h->current[cls];
+    hk_list_push(cls, p);
 }
 void hk_page_retire(struct hk_page *pg);
 void hk_page_queue_push(struct hk_heap *h, struct hk_page *pg);
@@ -974,25 +1055,23 @@ static inline bool hk_sample_budget_take(struct hk_heap *h, int64_t bytes)
     return true;
 }
 
-/* Another heap's block of class cls kept on h's thread's TLS list
- * (hk_foreign_free; never while its class has a point pending) is counted
+/* A block of class cls pushed on h's thread's list while sampling
+ * (hk_list_full; never while its class has a point pending) is counted
  * like a refill of one block: from the budget, else out of line. */
-bool hk_sample_pass_foreign_slow(struct hk_heap *h, unsigned cls);
-static inline bool hk_sample_pass_foreign(struct hk_heap *h, unsigned cls)
+bool hk_sample_pass_pushed_slow(struct hk_heap *h, unsigned cls);
+static inline bool hk_sample_pass_pushed(struct hk_heap *h, unsigned cls)
 {
     return hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size) ||
-           hk_sample_pass_foreign_slow(h, cls);
+           hk_sample_pass_pushed_slow(h, cls);
 }
 
-/* Can another heap's block of class cls be kept on h's thread's TLS list
- * with no more ado (hk_foreign_keep)?  Not when the class holds its cap of
- * them (or has a point pending, which sets the count to the cap), nor
- * while sampling when the block would reach the end of the budget: then
- * hk_foreign_free decides. */
-static inline bool hk_foreign_keep_now(struct hk_heap *h, unsigned cls)
+/* Can another heap's block of class cls be kept on the thread's list with
+ * no more ado (hk_foreign_keep)?  Not under a cache line, nor when the
+ * list's room is spent, as it always is while sampling (every push is
+ * counted then: HK_LIST_SAMPLED_ROOM). */
+static inline bool hk_foreign_keep_now(unsigned cls)
 {
-    return hk_tls.foreign[cls] < hk_classes[cls].foreign_cap &&
-           (!hk_heap_sampling || hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size));
+    return cls >= HK_LINE_CLASS && hk_tls.room[cls] > 0;
 }
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went

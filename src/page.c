@@ -159,6 +159,9 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls)
         }
     }
     hk_count(&h->refills[cls], 1);
+    if (HK_UNLIKELY(hk_tls.page_key != hk_tls.small_key) &&
+        (++h->list_refills & (HK_LISTS_RETRY - 1)) == 0)
+        hk_lists_retry(h);
     if ((++h->refills_since_send & (HK_SEND_EVERY_REFILLS - 1)) == 0)
         hk_remote_flush();
     if (atomic_load_explicit(&h->delayed, memory_order_relaxed) != NULL)
@@ -234,12 +237,13 @@ static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned c
     return list;
 }
 
-/* The first block of a refill's list, the rest to the thread's list. */
-static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls)
+/* The first block of a refill's list of n, the rest to the thread's list. */
+static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls, unsigned n)
 {
     void *next = hk_next(list);
     HK_SECURE_TAKEN(list, next, cls);
     hk_tls.free[cls] = next;
+    hk_list_filled(cls, n - 1);
     HK_CHECK_PAGE(pg);
     (void)pg;
     return list;
@@ -255,7 +259,9 @@ static inline void *sampled_hand_out(struct hk_heap *h, struct hk_page *pg, unsi
     if (HK_UNLIKELY(hk_sample_pending(cls) ||
                     !hk_sample_budget_take(h, (int64_t)(n * hk_classes[cls].block_size))))
         return hk_heap_sample_refill(h, pg, cls, list, n);
-    return hand_out(pg, list, cls);
+    void *block = hand_out(pg, list, cls, n);
+    hk_tls.room[cls] += HK_LIST_SAMPLED_ROOM;
+    return block;
 }
 
 /* The general refill while sampling (out of line: the quick path below
@@ -286,8 +292,11 @@ static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
 static HK_NOINLINE void *refill_general(struct hk_heap *h, unsigned cls)
 {
     struct hk_page *pg;
+    uint64_t supplied = h->supplied[cls];
     void *list = refill_take(h, cls, &pg);
-    return list == NULL ? NULL : hand_out(pg, list, cls);
+    if (list == NULL)
+        return NULL;
+    return hand_out(pg, list, cls, (unsigned)(h->supplied[cls] - supplied));
 }
 
 /* What comes before a refill takes anything: the thread's heap, and the
@@ -389,7 +398,7 @@ void *hk_refill(unsigned cls)
         if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
             if (HK_UNLIKELY(hk_refill_detoured()))
                 return refill_quick_detoured(h, pg, cls, freed);
-            return hand_out(pg, local_take(h, pg, cls, freed), cls);
+            return hand_out(pg, local_take(h, pg, cls, freed), cls, freed);
         }
     }
     return refill_slow(h, cls);

@@ -2,22 +2,21 @@
  * Frees of blocks that belong to another thread's heap.
  *
  * A small block is first reused where it was freed: it goes on the freeing
- * thread's own TLS list of its class, and that thread's next malloc of the
- * class takes it, still in its cache.  Sending it home instead costs its
- * cache line twice more (the owner reads it to drain it, then writes it when
- * it hands it out), which is where a server whose requests move between
- * threads spends its time.  The block stays counted as out in its own page
- * (it is: this thread holds it), so no page header is written.
+ * thread's own list of its class (thread_lists.c), and that thread's next
+ * malloc of the class takes it, still in its cache.  Sending it home
+ * instead costs its cache line twice more (the owner reads it to drain it,
+ * then writes it when it hands it out), which is where a server whose
+ * requests move between threads spends its time.  The block stays counted
+ * as out in its own page (it is: this thread holds it), so no page header
+ * is written.  hk_free_slow validates such a block and pushes it; once the
+ * thread's frees go to its lists, free pushes it itself.
  *
  * Only blocks of a cache line or more are kept (a smaller one shares its
- * line with blocks other threads may be writing), and only so many per class
- * (foreign_cap, size_class.c), or a thread that frees what others allocate
- * and allocates little would hoard them.
- * Since a class's list gets the current page's blocks only when it runs
- * empty, the other heaps' blocks on it always come first: counting them
- * walks just those.  When the bound is reached and they still fill half of
- * it, they go home, as every other remote free does (medium and large
- * blocks, smaller ones, those of a thread without a heap):
+ * line with blocks other threads may be writing), and only as many as the
+ * list takes (keep_cap, size_class.c), or a thread that frees what others
+ * allocate and allocates little would hoard them.  The rest go home, as
+ * every other remote free does (medium and large blocks, those of a thread
+ * without a heap):
  *
  * the freeing thread collects their addresses in messages of its own, for
  * up to four owner heaps at a time, and sends an owner's with one atomic
@@ -261,59 +260,3 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     remote_free_slow(t, owner, p);
 }
 
-/* Send the other heaps' blocks at the head of class cls's TLS list home. */
-void hk_foreign_send(struct hk_heap *h, unsigned cls)
-{
-    struct hk_tls *t = &hk_tls;
-    void *b = t->free[cls];
-    uint64_t n = 0;
-    while (b != NULL && hk_foreign_block(h, cls, b)) {
-        void *next = hk_next(b);
-        hk_remote_free(hk_heap_of_block(b), b);
-        b = next;
-        n++;
-    }
-    t->free[cls] = b;
-    t->foreign[cls] = 0;
-    hk_count(&h->returned[cls], n);
-    if (HK_UNLIKELY(hk_heap_sampling)) /* counted when kept, never handed out */
-        hk_sample_uncount(h, n, hk_classes[cls].block_size);
-}
-
-/* Class cls's TLS list counts its cap of other heaps' blocks: recount
- * them (mallocs may have taken some) and send them home if they are many.
- * The count is also set to the cap while the class's next refill holds a
- * sample point (heap_profile.c): p goes home then, false, so as not to
- * delay that refill. */
-static HK_NOINLINE bool foreign_at_cap(struct hk_heap *h, unsigned cls, void *p)
-{
-    struct hk_tls *t = &hk_tls;
-    if (HK_UNLIKELY(hk_heap_sampling) && hk_sample_pending(cls)) {
-        hk_remote_free(hk_heap_of_block(p), p);
-        return false;
-    }
-    unsigned n = 0;
-    for (void *b = t->free[cls]; b != NULL && hk_foreign_block(h, cls, b); b = hk_next(b))
-        n++;
-    if (n * 2 >= hk_classes[cls].foreign_cap)
-        hk_foreign_send(h, cls);
-    else
-        t->foreign[cls] = (uint16_t)n;
-    return true;
-}
-
-/* Free p, a small block of class cls of another heap than h, the calling
- * thread's, where hk_foreign_keep_now says no: at the cap, the count is
- * redone (or the blocks sent home); while sampling, p goes home when it
- * would hold the thread's next sample point (the malloc at the point must
- * refill: heap_profile.c). */
-void hk_foreign_free(struct hk_heap *h, unsigned cls, void *p)
-{
-    if (hk_tls.foreign[cls] >= hk_classes[cls].foreign_cap && !foreign_at_cap(h, cls, p))
-        return;
-    if (HK_UNLIKELY(hk_heap_sampling) && !hk_sample_pass_foreign(h, cls)) {
-        hk_remote_free(hk_heap_of_block(p), p);
-        return;
-    }
-    hk_foreign_keep(h, cls, p);
-}

@@ -13,6 +13,9 @@
  */
 #include "internal.h"
 
+#define LIST_KEEP_BYTES ((size_t)16 << 10)
+#define LIST_KEEP_MIN 8
+
 struct hk_class hk_classes[HK_NCLASSES];
 uint8_t hk_class_of_index[HK_FAST_INDEXES];
 uint8_t hk_class_of_half_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 9];
@@ -89,21 +92,16 @@ void hk_classes_init(void)
         if (regain > k->capacity / 16u)
             regain = k->capacity / 16u;
         k->regain = (uint16_t)(regain < 1 ? 1 : regain);
-        /* Another heap's blocks a thread keeps for its own mallocs of the
-         * class (remote.c): two batches, 8 KiB of blocks (with four, when
-         * blocks of 80, 96, 160 B... came to be kept too, xthread-90's peak
-         * RSS rose 0.5 MiB, above mimalloc's; server ran 2.5% faster).
-         * Only blocks of
-         * a cache line or more: a smaller one lies in a line with blocks
-         * that other threads may be writing all over, and a thread that
-         * reused it would write that line too (passive false sharing: 5x
-         * slower writes on false-sharing-passive).  A larger block shares
-         * at most its first and last line with a neighbour.  Never in the
-         * hardened build, whose free lists hold only blocks of one page
-         * (secure.c checks each link against it). */
-        bool line_or_more = size >= HK_CACHE_LINE;
-        bool reuse = k->kind == HK_SMALL && line_or_more && !HK_SECURE_ON;
-        k->foreign_cap = (uint16_t)(reuse ? 2 * batch : 0);
+        /* The blocks a thread's list of a small class may hold
+         * (thread_lists.c): 16 KiB of them, at least 8.  With 32 KiB server
+         * ran 1.46x as fast as before the lists and server-retire 1.37x,
+         * with 16 KiB 1.38x and 1.21x, with 8 KiB 1.16x and 1.04x (9 paired
+         * rounds); peak RSS on xthread-90 (4.2 MiB before): 5.0, 3.8 and
+         * 3.5 MiB, xthread-50 (3.4): 4.0, 3.5, 3.3, churn (7.5): 8.0, 7.2,
+         * 6.6.  None in the hardened build, whose free lists hold only
+         * blocks of one page (secure.c checks each link against it). */
+        size_t keep = LIST_KEEP_BYTES / size < LIST_KEEP_MIN ? LIST_KEEP_MIN : LIST_KEEP_BYTES / size;
+        k->keep_cap = (uint16_t)(k->kind == HK_SMALL && !HK_SECURE_ON ? keep : 0);
     }
     hk_class_of_index[0] = 1;
     for (unsigned i = 1; i < HK_FAST_INDEXES; i++) {
@@ -114,6 +112,9 @@ void hk_classes_init(void)
         hk_class_of_half_kib[i] =
             (uint8_t)hk_size_class_above_128(HK_SMALL_MAX + 1 + ((size_t)i << 9));
     aligned_classes_init();
+    if (hk_classes[HK_LINE_CLASS].block_size != HK_CACHE_LINE ||
+        hk_classes[HK_LINE_CLASS - 1].block_size >= HK_CACHE_LINE)
+        hk_fatal("HK_LINE_CLASS is not the first class of a cache line");
     /* The formula finds every class from its first size to its last. */
     for (unsigned c = 9; c < HK_NCLASSES; c++)
         HK_ASSERT(hk_size_class_above_128(hk_classes[c].block_size) == c &&

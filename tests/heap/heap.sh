@@ -129,6 +129,14 @@ handoff)
 	check "site_reused: 64 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_reused 64
 	check "site_handed: none at exit" absent "$(echo "$WORK"/p.*.exit.txt)" site_handed
 	;;
+exchange)
+	# Threads that free each other's blocks as often as their own send
+	# every small block to their lists (thread_lists.c), where each is
+	# counted as it enters.
+	"$HAKMEM" heap -o "$WORK/p" --sample 32K -- "$B/profiled" exchange
+	check "site_left: 32 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_left 32
+	check "site_right: 32 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_right 32
+	;;
 trim)
 	# The free sample slots' memory goes back with the rest on malloc_trim,
 	# and the memory the process held comes back under glibc and hakmem off
@@ -218,7 +226,7 @@ print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
 		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'kill -TERM $$')" = -15
 	;;
 *)
-	echo "usage: tests/heap/heap.sh sites|static|small|interleaved|handoff|busy|python|off|trim|slots" >&2
+	echo "usage: tests/heap/heap.sh sites|static|small|interleaved|handoff|exchange|busy|python|off|trim|slots" >&2
 	exit 2
 	;;
 esac

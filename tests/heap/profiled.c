@@ -10,6 +10,11 @@
  *   handoff  main allocates 64 MiB of 64-byte blocks; a thread frees each
  *            and allocates one of its own at its site (reusing main's
  *            blocks where it freed them), live at exit; main's all freed
+ *   exchange two threads take turns over two sets of 64-byte blocks, each
+ *            replacing two thirds of a set's blocks (its own and the other's) a
+ *            round, so that each frees both threads' blocks, as a server's
+ *            do; in the last round each replaces a whole set: 32 MiB live
+ *            at exit at each thread's site
  *   busy     allocations before main, in 8 threads (freed by others too),
  *            in a forked child, a dump on SIGUSR2 and one on a call
  *   signal   prints whether SIGUSR2 has a handler
@@ -131,6 +136,57 @@ static void handoff(void)
     pthread_create(&t, NULL, reuse_all, NULL);
     pthread_join(t, NULL);
     printf("handoff: 64 MiB in 64-byte blocks, each replaced by another thread\n");
+}
+
+#define EXCHANGE_SET ((size_t)1 << 19)
+#define EXCHANGE_ROUNDS 8
+static void **exchange_sets[2];
+static pthread_barrier_t exchange_barrier;
+static size_t exchanged[2]; /* the sites' bodies differ, so that none is folded into the other */
+
+__attribute__((noinline)) static void site_left(void **slot)
+{
+    *slot = malloc(64);
+    exchanged[0]++;
+}
+
+__attribute__((noinline)) static void site_right(void **slot)
+{
+    *slot = malloc(64);
+    exchanged[1]++;
+}
+
+static void *exchange_worker(void *arg)
+{
+    uintptr_t t = (uintptr_t)arg;
+    for (unsigned r = 0; r < EXCHANGE_ROUNDS; r++) {
+        void **set = exchange_sets[(t + r) % 2];
+        bool last = r == EXCHANGE_ROUNDS - 1;
+        for (size_t i = 0; i < EXCHANGE_SET; i++) {
+            if (!last && i % 3 == r % 3)
+                continue;
+            free(set[i]);
+            if (t == 0)
+                site_left(&set[i]);
+            else
+                site_right(&set[i]);
+        }
+        pthread_barrier_wait(&exchange_barrier);
+    }
+    return NULL;
+}
+
+static void exchange(void)
+{
+    pthread_barrier_init(&exchange_barrier, NULL, 2);
+    for (int s = 0; s < 2; s++)
+        exchange_sets[s] = calloc(EXCHANGE_SET, sizeof(void *));
+    pthread_t t[2];
+    for (uintptr_t i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, exchange_worker, (void *)i);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("exchange: two sets of 32 MiB in 64-byte blocks, passed between two threads\n");
 }
 
 /* ---- busy ---- */
@@ -305,6 +361,8 @@ int main(int argc, char **argv)
         interleaved();
     } else if (strcmp(mode, "handoff") == 0) {
         handoff();
+    } else if (strcmp(mode, "exchange") == 0) {
+        exchange();
     } else if (strcmp(mode, "busy") == 0) {
         busy();
     } else if (strcmp(mode, "trim") == 0) {
@@ -316,7 +374,7 @@ int main(int argc, char **argv)
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|busy|signal|trim|slots\n");
+        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|busy|signal|trim|slots\n");
         return 2;
     }
     return 0;

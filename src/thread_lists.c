@@ -1,0 +1,229 @@
+/*
+ * The thread's free lists: where a small block waits between a free and the
+ * thread's next malloc of its class.
+ *
+ * A class's list gets a refill's blocks (page.c) and the small blocks of
+ * other heaps, of a cache line or more, that the thread frees (remote.c);
+ * the next malloc of the class takes the block freed last, still in the
+ * cache.  The thread's own small blocks go back to their pages, found with
+ * one compare (free.c), until the thread has freed many of other heaps'
+ * blocks: then that compare is a branch no predictor learns, since whose
+ * block comes next is up to the program (server: 45% of frees mispredicted
+ * in callgrind's branch simulation, 2 threads).  From then on
+ * (hk_lists_consider) free sends every small block of a full-size arena to
+ * the list of its class, found in its arena's class map, with no branch on
+ * whose it is (8% mispredicted; server 1.38x as fast).  A thread that
+ * seldom frees others' blocks keeps the shorter path (13 instructions;
+ * about 30 to a list).
+ *
+ * A block on a list stays counted as out in its page (`used`, page.c), and
+ * another heap's in its owner's page: nothing but the list knows it is
+ * free.  room[cls] is the class's keep_cap less the blocks on its list: a
+ * malloc from it adds one (one instruction more in malloc: without it, the
+ * list had to be walked to be bounded, and server gained 1.14x instead of
+ * 1.40x), a push takes one, a refill sets it.  A push that finds none
+ * (hk_list_full) keeps the list's newest half and sends the rest where it
+ * belongs, the thread's own blocks to their pages, others' home
+ * (remote.c).
+ *
+ * Another heap's block under a cache line is not kept: it shares its line
+ * with blocks its owner may be writing, and a thread that reused it would
+ * write that line too (passive false sharing: false-sharing-passive ran 3x
+ * slower).
+ *
+ * While sampling (heap_profile.c), blocks are counted as they enter a list:
+ * every room then carries a base (HK_LIST_SAMPLED_ROOM) that sends every
+ * push here, where push_sampled counts it or list_full decides.
+ */
+#include <stdint.h>
+
+#include "internal.h"
+
+/* Entry 0 would otherwise match the pointers of the lowest 2 GiB. */
+uintptr_t hk_small_halves[HK_SMALL_HALVES] = {[0] = ~(uintptr_t)0};
+
+void hk_lists_register(uintptr_t arena_base)
+{
+    if (HK_SECURE_ON)
+        return;
+    uintptr_t key = arena_base >> HK_SMALL_REGION_SHIFT, none = 0;
+    __atomic_compare_exchange_n(&hk_small_halves[key & (HK_SMALL_HALVES - 1)], &none, key, false,
+                                __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+void hk_lists_unregister(uintptr_t arena_base)
+{
+    uintptr_t key = arena_base >> HK_SMALL_REGION_SHIFT;
+    if (key != 0)
+        __atomic_compare_exchange_n(&hk_small_halves[key & (HK_SMALL_HALVES - 1)], &key, 0, false,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Over its last HK_LISTS_LOOK frees of other heaps' blocks, h's thread
+ * freed at least one for every LISTS_SHARE blocks its lists took from
+ * pages or kept (besides those its own frees gave them): its own small
+ * blocks go to its lists from now on, for as long as hk_lists_retry finds
+ * them a fair share of its frees (below). */
+#define LISTS_SHARE 4
+/* A switched thread keeps its lists while its own blocks are between
+ * LISTS_OWN_MIN and LISTS_OWN_MAX percent of its small frees, judged every
+ * HK_LISTS_RETRY slow refills once it has made LISTS_JUDGE_MIN of them.
+ * Under the minimum its frees are mostly others' blocks (xthread-90: 10%
+ * own): the branch on whose is learnt, and lists only move others' blocks
+ * between the threads' caches.  Back on its pages, it waits a cool-down of
+ * looks that doubles with each judgement that sent it back. */
+#define LISTS_OWN_MIN 20
+#define LISTS_OWN_MAX 90
+#define LISTS_JUDGE_MIN 1024
+#define LISTS_COOL_MIN 4
+#define LISTS_COOL_MAX 1024
+
+void hk_lists_consider(struct hk_heap *h)
+{
+    if (h->lists_cool != 0) {
+        h->lists_cool--;
+        return;
+    }
+    uint64_t supplied = 0;
+    for (unsigned c = 1; c < HK_NCLASSES; c++)
+        supplied += h->supplied[c];
+    uint64_t taken = supplied - h->supplied_seen;
+    h->supplied_seen = supplied;
+    struct hk_tls *t = &hk_tls;
+    if (taken > (uint64_t)HK_LISTS_LOOK * LISTS_SHARE ||
+        t->heap != h || !hk_listed_half(t->small_key))
+        return;
+    t->lists_frees = t->lists_own = 0;
+    t->page_key = ~(uintptr_t)0;
+}
+
+void hk_lists_retry(struct hk_heap *h)
+{
+    struct hk_tls *t = &hk_tls;
+    uint64_t all = t->lists_frees, own = t->lists_own;
+    if (all < LISTS_JUDGE_MIN)
+        return;
+    t->lists_frees = t->lists_own = 0;
+    if (own * 100 >= all * LISTS_OWN_MIN && own * 100 <= all * LISTS_OWN_MAX) {
+        h->lists_backoff = 0;
+        return;
+    }
+    uint64_t supplied = 0;
+    for (unsigned c = 1; c < HK_NCLASSES; c++)
+        supplied += h->supplied[c];
+    h->supplied_seen = supplied;
+    h->foreign_frees = 0;
+    h->lists_backoff = h->lists_backoff == 0 ? LISTS_COOL_MIN
+                     : h->lists_backoff < LISTS_COOL_MAX ? h->lists_backoff * 2 : LISTS_COOL_MAX;
+    h->lists_cool = h->lists_backoff;
+    t->page_key = t->small_key;
+}
+
+/* Block b, off the lists, goes where it belongs: to its page if it is h's,
+ * else home. */
+static void release_block(struct hk_heap *h, void *b)
+{
+    struct hk_heap *owner = hk_heap_of_block(b);
+    if (owner == h)
+        hk_page_free_local(hk_page_of_block(b), b, "free");
+    else
+        hk_remote_free(owner, b);
+}
+
+/* The blocks of `list`, of class cls, go back.  While sampling each was
+ * counted as it came (page.c, remote.c) and is uncounted. */
+static void release_list(struct hk_heap *h, unsigned cls, void *list)
+{
+    uint64_t n = 0;
+    while (list != NULL) {
+        void *next = hk_next(list);
+        release_block(h, list);
+        list = next;
+        n++;
+    }
+    if (h != NULL && n != 0) {
+        hk_count(&h->returned[cls], n);
+        if (HK_UNLIKELY(hk_heap_sampling))
+            hk_sample_uncount(h, n, hk_classes[cls].block_size);
+    }
+}
+
+/* While sampling, every push comes here (HK_LIST_SAMPLED_ROOM): p goes on
+ * the list, room taken and bytes counted, where both suffice and its class
+ * has no point pending; else false, for hk_list_full to decide. */
+static inline bool push_sampled(struct hk_tls *t, unsigned cls, void *p)
+{
+    int room = t->room[cls] + 1; /* as it was before the push took one */
+    struct hk_heap *h = t->heap;
+    if (room >= HK_LIST_SAMPLED_ROOM / 2 || room - HK_LIST_SAMPLED_ROOM <= 0 || h == NULL ||
+        hk_sample_pending(cls) || !hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size))
+        return false;
+    hk_set_next(p, t->free[cls]);
+    t->free[cls] = p;
+    return true;
+}
+
+/* The room is spent (or, while sampling, p was not counted inline). */
+static HK_NOINLINE void list_full(unsigned cls, void *p)
+{
+    struct hk_tls *t = &hk_tls;
+    struct hk_heap *h = t->heap;
+    unsigned cap = hk_classes[cls].keep_cap;
+    t->room[cls]++;
+    if (HK_UNLIKELY(cls == 0)) /* no page holds p: a free page, or the arena's header */
+        hk_invalid_pointer("free", p);
+    if (h == NULL || cap == 0) {
+        /* A thread without a heap never mallocs from its lists (its room
+         * stays 0): p goes home unwritten. */
+        release_block(h, p);
+        return;
+    }
+    int base = hk_list_room_base();
+    if (HK_UNLIKELY(base != 0)) {
+        /* Sampling: p would hold the next point, or its class's next
+         * refill does and must not wait for the list to drain. */
+        if (hk_sample_pending(cls) || !hk_sample_pass_pushed(h, cls)) {
+            release_block(h, p);
+            return;
+        }
+        /* A room set before sampling began has no base: it is made anew
+         * below, as a full list's. */
+        if (t->room[cls] < base / 2 && t->room[cls] - base > 0) {
+            t->room[cls]--;
+            hk_set_next(p, t->free[cls]);
+            t->free[cls] = p;
+            return;
+        }
+    }
+    /* The list's newest half stays, then p goes on it. */
+    void *list = t->free[cls], *rest = NULL;
+    unsigned n = 0;
+    if (list != NULL) {
+        void *last = list;
+        for (n = 1; n < cap / 2 && hk_next(last) != NULL; n++)
+            last = hk_next(last);
+        rest = hk_next(last);
+        hk_set_next(last, NULL);
+    }
+    hk_set_next(p, list);
+    t->free[cls] = p;
+    t->room[cls] = (int16_t)(base + (int)cap - (int)n - 1);
+    release_list(h, cls, rest);
+}
+
+/* A frame of its own for list_full: a sampled push needs none. */
+HK_NOINLINE void hk_list_full(unsigned cls, void *p)
+{
+    if (HK_UNLIKELY(hk_heap_sampling) && push_sampled(&hk_tls, cls, p))
+        return;
+    list_full(cls, p);
+}
+
+void hk_list_release(struct hk_heap *h, unsigned cls)
+{
+    struct hk_tls *t = &hk_tls;
+    void *list = t->free[cls];
+    t->free[cls] = NULL;
+    t->room[cls] = (int16_t)(hk_list_room_base() + hk_classes[cls].keep_cap);
+    release_list(h, cls, list);
+}
