@@ -109,8 +109,10 @@ HK_NOINLINE void hk_free_other(void *p, const char *call)
     struct hk_tls *t = &hk_tls;
     uintptr_t key = hk_half_key(p);
     if (hk_listed_half(key) && t->page_key != t->small_key) {
-        t->lists_frees++;
-        t->lists_own += key == t->small_key;
+        /* 1 when p is the thread's own, with no branch (keys are below
+         * 2^37, so the difference's top bit is its only borrow). */
+        uint64_t own = ((key ^ t->small_key) - 1) >> 63;
+        t->lists_count += (own << 32) + 1;
         size_t cls = hk_class_map(key << HK_SMALL_REGION_SHIFT)[(uint32_t)(uintptr_t)p >>
                                                               HK_SMALL_PAGE_SHIFT];
         /* The class first: the owner test is taken only for blocks under

@@ -486,9 +486,11 @@ struct hk_tls {
     /* Blocks each class's list may still take: its keep_cap less the
      * blocks on it (thread_lists.c). */
     int16_t room[HK_NCLASSES];
-    /* A switched thread's small frees through its lists, and how many of
-     * them were its own blocks (thread_lists.c judges the share). */
-    uint32_t lists_frees, lists_own;
+    /* A switched thread's small frees through its lists (low 32 bits) and
+     * how many of them were its own blocks (high 32 bits): one add a free
+     * (two counters side by side were two, which gcc made seven vector
+     * instructions); thread_lists.c judges the share. */
+    uint64_t lists_count;
 };
 extern __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec")));
 

@@ -93,17 +93,17 @@ void hk_lists_consider(struct hk_heap *h)
     if (taken > (uint64_t)HK_LISTS_LOOK * LISTS_SHARE ||
         t->heap != h || !hk_listed_half(t->small_key))
         return;
-    t->lists_frees = t->lists_own = 0;
+    t->lists_count = 0;
     t->page_key = ~(uintptr_t)0;
 }
 
 void hk_lists_retry(struct hk_heap *h)
 {
     struct hk_tls *t = &hk_tls;
-    uint64_t all = t->lists_frees, own = t->lists_own;
+    uint64_t all = (uint32_t)t->lists_count, own = t->lists_count >> 32;
     if (all < LISTS_JUDGE_MIN)
         return;
-    t->lists_frees = t->lists_own = 0;
+    t->lists_count = 0;
     if (own * 100 >= all * LISTS_OWN_MIN && own * 100 <= all * LISTS_OWN_MAX) {
         h->lists_backoff = 0;
         return;
