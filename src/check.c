@@ -126,7 +126,7 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
         for (const void *b = hk_tls.free[pg->cls]; b != NULL; b = hk_next(b))
             n++;
         int16_t room = hk_tls.room[pg->cls];
-        if ((int)hk_classes[pg->cls].keep_cap - (int)n != room - hk_list_room_base())
+        if ((int)hk_classes[pg->cls].keep_cap - (int)n != room - hk_list_room_base(pg->cls))
             PAGE_FAIL("the thread's list's room is not its keep_cap less its length");
     }
     if (pg->state == HK_PAGE_FULL) {

@@ -46,7 +46,7 @@ static void tls_bind(struct hk_heap *h)
     /* The lists are empty here; a thread without a heap keeps nothing on
      * them (hk_list_full). */
     for (unsigned c = 0; c < HK_NCLASSES; c++)
-        hk_tls.room[c] = (int16_t)(hk_list_room_base() + (h != NULL ? hk_classes[c].keep_cap : 0));
+        hk_tls.room[c] = (int16_t)(hk_list_room_base(c) + (h != NULL ? hk_classes[c].keep_cap : 0));
 }
 
 static struct hk_heap *heap_create(void)

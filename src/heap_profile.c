@@ -940,6 +940,8 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                 pending |= 1u << k;
             }
         }
+        if (pending != 0) /* the list's room loses the pending base */
+            hk_tls.room[cls] += HK_LIST_SAMPLED_ROOM - HK_LIST_PENDING_ROOM;
         unsigned what = pending | count_block(t, size, ~pending);
         hk_sample_arm(h);
         if (what != 0) {
@@ -977,7 +979,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     HK_SECURE_TAKEN(list, next, cls);
     hk_tls.free[cls] = next;
     hk_list_filled(cls, keep < n - 1 ? keep : n - 1);
-    hk_tls.room[cls] += HK_LIST_SAMPLED_ROOM;
+    hk_tls.room[cls] += hk_list_room_base(cls);
     HK_CHECK_PAGE(pg);
     return list;
 }

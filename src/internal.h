@@ -642,13 +642,14 @@ static inline void hk_list_push(size_t cls, void *p)
 /* While sampling, every room is offset by this much, so that no run of
  * mallocs brings one to 0 and every push goes to hk_list_full, which counts
  * the block toward the thread's next sample point (heap_profile.c) or, when
- * it would hold that point or its class's next refill does, sends it where
- * it belongs: a free itself then pays nothing for the profiler. */
+ * it would hold that point, sends it where it belongs: a free itself then
+ * pays nothing for the profiler.  A class whose next refill holds a point
+ * has a lower base, below what hk_list_full counts inline, so that its
+ * pushes go where they belong and that refill comes without delay.  Rooms
+ * stay within int16_t: a list is at most keep_cap (<= 1024) below its
+ * room's base and at most a page's blocks (<= 4096) above. */
 #define HK_LIST_SAMPLED_ROOM (INT16_MIN / 2)
-static inline int hk_list_room_base(void)
-{
-    return hk_heap_sampling ? HK_LIST_SAMPLED_ROOM : 0;
-}
+#define HK_LIST_PENDING_ROOM (INT16_MIN + 4096)
 
 /* The list of class cls is set to n blocks (a refill's). */
 static inline void hk_list_filled(unsigned cls, unsigned n)
@@ -1013,6 +1014,14 @@ extern __thread struct hk_sample_left hk_sample __attribute__((tls_model("initia
 static inline bool hk_sample_pending(unsigned cls)
 {
     return (hk_sample.pending[0] | hk_sample.pending[1]) >> cls & 1;
+}
+
+/* The base of class cls's list room (HK_LIST_SAMPLED_ROOM). */
+static inline int hk_list_room_base(unsigned cls)
+{
+    if (!hk_heap_sampling)
+        return 0;
+    return hk_sample_pending(cls) ? HK_LIST_PENDING_ROOM : HK_LIST_SAMPLED_ROOM;
 }
 
 /* While sampling, the trim budget of a thread's heap ends before its next

@@ -149,14 +149,15 @@ static void release_list(struct hk_heap *h, unsigned cls, void *list)
 }
 
 /* While sampling, every push comes here (HK_LIST_SAMPLED_ROOM): p goes on
- * the list, room taken and bytes counted, where both suffice and its class
- * has no point pending; else false, for hk_list_full to decide. */
+ * the list, room taken and bytes counted, where both suffice; else false,
+ * for hk_list_full to decide.  Only a room with the sampled base and room
+ * left passes: not a class with a point pending (HK_LIST_PENDING_ROOM),
+ * nor a thread without a heap (its rooms are the bare base). */
 static inline bool push_sampled(struct hk_tls *t, unsigned cls, void *p)
 {
     int room = t->room[cls] + 1; /* as it was before the push took one */
-    struct hk_heap *h = t->heap;
-    if (room >= HK_LIST_SAMPLED_ROOM / 2 || room - HK_LIST_SAMPLED_ROOM <= 0 || h == NULL ||
-        hk_sample_pending(cls) || !hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size))
+    if (room >= HK_LIST_SAMPLED_ROOM / 2 || room - HK_LIST_SAMPLED_ROOM <= 0 ||
+        !hk_sample_budget_take(t->heap, (int64_t)hk_classes[cls].block_size))
         return false;
     hk_set_next(p, t->free[cls]);
     t->free[cls] = p;
@@ -178,7 +179,7 @@ static HK_NOINLINE void list_full(unsigned cls, void *p)
         release_block(h, p);
         return;
     }
-    int base = hk_list_room_base();
+    int base = hk_list_room_base(cls);
     if (HK_UNLIKELY(base != 0)) {
         /* Sampling: p would hold the next point, or its class's next
          * refill does and must not wait for the list to drain. */
@@ -224,6 +225,6 @@ void hk_list_release(struct hk_heap *h, unsigned cls)
     struct hk_tls *t = &hk_tls;
     void *list = t->free[cls];
     t->free[cls] = NULL;
-    t->room[cls] = (int16_t)(hk_list_room_base() + hk_classes[cls].keep_cap);
+    t->room[cls] = (int16_t)(hk_list_room_base(cls) + hk_classes[cls].keep_cap);
     release_list(h, cls, list);
 }
