@@ -15,17 +15,14 @@ HK_API HK_HOT void *hak_malloc(size_t size)
     if (HK_LIKELY(size <= HK_FAST_MAX)) {
         size_t cls = hk_tls.class_of[(size + 15) >> 4];
         void **list = &hk_tls.free[cls];
-        void *block = *list;
-#if defined(__x86_64__)
-        /* The block where it is returned: else gcc may load it elsewhere
-         * and spend a move on it (with the room's count below, it did). */
-        __asm__("" : "+a"(block));
-#endif
+        /* The head is a link (thread_lists.c): the block's address under
+         * a count of pushed blocks; the block's own link goes in its place
+         * as it is. */
+        void *block = hk_link_block(*list);
         if (HK_LIKELY(block != NULL)) {
             void *next = hk_next(block);
             HK_SECURE_TAKEN(block, next, cls);
             *list = next;
-            hk_tls.room[cls]++;
             return block;
         }
         if (HK_LIKELY(cls != 0))

@@ -43,10 +43,6 @@ static void tls_bind(struct hk_heap *h)
     hk_tls.small_key = fast ? h->arenas->base >> HK_SMALL_REGION_SHIFT : ~(uintptr_t)0;
     hk_tls.page_key = hk_tls.small_key;
     memcpy(hk_tls.class_of, hk_class_of_index, sizeof hk_tls.class_of);
-    /* The lists are empty here; a thread without a heap keeps nothing on
-     * them (hk_list_full). */
-    for (unsigned c = 0; c < HK_NCLASSES; c++)
-        hk_tls.room[c] = (int16_t)(hk_list_room_base(c) + (h != NULL ? hk_classes[c].keep_cap : 0));
 }
 
 static struct hk_heap *heap_create(void)

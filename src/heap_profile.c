@@ -940,8 +940,6 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
                 pending |= 1u << k;
             }
         }
-        if (pending != 0) /* the list's room loses the pending base */
-            hk_tls.room[cls] += HK_LIST_SAMPLED_ROOM - HK_LIST_PENDING_ROOM;
         unsigned what = pending | count_block(t, size, ~pending);
         hk_sample_arm(h);
         if (what != 0) {
@@ -978,8 +976,6 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     void *next = hk_next(list);
     HK_SECURE_TAKEN(list, next, cls);
     hk_tls.free[cls] = next;
-    hk_list_filled(cls, keep < n - 1 ? keep : n - 1);
-    hk_tls.room[cls] += hk_list_room_base(cls);
     HK_CHECK_PAGE(pg);
     return list;
 }
@@ -1317,10 +1313,9 @@ void hk_heap_profile_start(void)
         hk_guard_start();
     }
     hk_heap_sampling = true;
-    /* The caller's lists are empty: their rooms take the base (threads
-     * bound from now on take it in tls_bind). */
+    /* Every push goes to hk_list_full, which counts it. */
     for (unsigned c = 0; c < HK_NCLASSES; c++)
-        hk_tls.room[c] += HK_LIST_SAMPLED_ROOM;
+        hk_list_cap[c] = 0;
     atomic_fetch_or(&hk_detour, HK_DETOUR_SAMPLE);
 }
 

@@ -483,9 +483,6 @@ struct hk_tls {
     /* Messages this thread drained, kept for its own sends (remote.c). */
     struct hk_remote_msg *msg_stash;
     uint32_t msg_stash_n;
-    /* Blocks each class's list may still take: its keep_cap less the
-     * blocks on it (thread_lists.c). */
-    int16_t room[HK_NCLASSES];
     /* A switched thread's small frees through its lists (low 32 bits) and
      * how many of them were its own blocks (high 32 bits): one add a free
      * (two counters side by side were two, which gcc made seven vector
@@ -582,9 +579,16 @@ void hk_purge_fork_child(void);
  * well: free then sends every small block of a full-size arena to the list,
  * with no branch on whose it is.  hk_small_halves says which 2 GiB halves
  * of the address space are such arenas' small regions; the class comes from
- * the arena's class map (block_home.h).  room[cls] is the class's
- * keep_cap less the blocks on its list; a push that finds none goes to
- * hk_list_full. */
+ * the arena's class map (block_home.h).
+ *
+ * A list's links say how many of its blocks frees pushed there, so that
+ * the list is bounded with no count in malloc: a link holds a block's
+ * address in its low 48 bits (an arena's blocks lie below 2^47:
+ * hk_arena_of) and, in its top 16, how many blocks from that one down were
+ * pushed.  The head (hk_tls.free) is such a link; a push puts the head in
+ * the block and makes a head with one more; a malloc that takes the head
+ * puts the block's link in its place, which restores the count the list
+ * had before the block came.  A refill's blocks (plain links) count 0. */
 #define HK_SMALL_HALVES ((size_t)256)
 extern uintptr_t hk_small_halves[HK_SMALL_HALVES];
 
@@ -612,7 +616,32 @@ static inline bool hk_listed_half(uintptr_t k)
 
 void hk_lists_register(uintptr_t arena_base);   /* a full-size arena, made */
 void hk_lists_unregister(uintptr_t arena_base); /* about to be unmapped */
-/* p, a block of class cls, found its list's room spent (room, taken, is -1). */
+#define HK_LINK_COUNT_SHIFT 48
+/* The block a list link points to (NULL: the list's end). */
+static inline void *hk_link_block(const void *link)
+{
+    return (void *)((uintptr_t)link << (64 - HK_LINK_COUNT_SHIFT) >> (64 - HK_LINK_COUNT_SHIFT));
+}
+/* How many blocks, from the one link points to down, were pushed. */
+static inline unsigned hk_link_pushed(const void *link)
+{
+    return (unsigned)((uintptr_t)link >> HK_LINK_COUNT_SHIFT);
+}
+static inline void *hk_link_make(void *block, unsigned pushed)
+{
+    return (void *)((uintptr_t)block | (uintptr_t)pushed << HK_LINK_COUNT_SHIFT);
+}
+/* The head once block p is pushed on the list whose head is `head`. */
+static inline void *hk_link_push(void *head, void *p)
+{
+    uintptr_t count = (uintptr_t)head & ~(((uintptr_t)1 << HK_LINK_COUNT_SHIFT) - 1);
+    return (void *)(count + ((uintptr_t)1 << HK_LINK_COUNT_SHIFT) + (uintptr_t)p);
+}
+/* The pushed blocks a class's list may hold beside a refill's: keep_cap,
+ * or 0 while sampling, which sends every push to hk_list_full (the heap
+ * profiler counts each block there). */
+extern uint16_t hk_list_cap[HK_NCLASSES];
+/* p, a block of class cls, found its list at its cap. */
 void hk_list_full(unsigned cls, void *p);
 void hk_list_release(struct hk_heap *h, unsigned cls); /* the whole list goes */
 /* Every HK_LISTS_LOOK frees of other heaps' blocks by h's thread: should
@@ -631,30 +660,13 @@ static inline void hk_list_push(size_t cls, void *p)
 {
     struct hk_tls *t = &hk_tls;
     HK_CHECK_PUSH((unsigned)cls, p);
-    if (HK_UNLIKELY(--t->room[cls] < 0)) {
+    void *head = t->free[cls];
+    if (HK_UNLIKELY((uintptr_t)head >= (uintptr_t)hk_list_cap[cls] << HK_LINK_COUNT_SHIFT)) {
         hk_list_full((unsigned)cls, p);
         return;
     }
-    hk_set_next(p, t->free[cls]);
-    t->free[cls] = p;
-}
-
-/* While sampling, every room is offset by this much, so that no run of
- * mallocs brings one to 0 and every push goes to hk_list_full, which counts
- * the block toward the thread's next sample point (heap_profile.c) or, when
- * it would hold that point, sends it where it belongs: a free itself then
- * pays nothing for the profiler.  A class whose next refill holds a point
- * has a lower base, below what hk_list_full counts inline, so that its
- * pushes go where they belong and that refill comes without delay.  Rooms
- * stay within int16_t: a list is at most keep_cap (<= 1024) below its
- * room's base and at most a page's blocks (<= 4096) above. */
-#define HK_LIST_SAMPLED_ROOM (INT16_MIN / 2)
-#define HK_LIST_PENDING_ROOM (INT16_MIN + 4096)
-
-/* The list of class cls is set to n blocks (a refill's). */
-static inline void hk_list_filled(unsigned cls, unsigned n)
-{
-    hk_tls.room[cls] = (int16_t)((int)hk_classes[cls].keep_cap - (int)n);
+    hk_set_next(p, head);
+    t->free[cls] = hk_link_push(head, p);
 }
 
 /* ---- pages (page.c) ------------------------------------------------------ */
@@ -665,12 +677,11 @@ void *hk_refill(unsigned cls);
 static inline void *hk_tls_pop(unsigned cls)
 {
     void **list = &hk_tls.free[cls];
-    void *block = *list;
+    void *block = hk_link_block(*list);
     if (block != NULL) {
         void *next = hk_next(block);
         HK_SECURE_TAKEN(block, next, cls);
         *list = next;
-        hk_tls.room[cls]++;
     }
     return block;
 }
@@ -1016,14 +1027,6 @@ static inline bool hk_sample_pending(unsigned cls)
     return (hk_sample.pending[0] | hk_sample.pending[1]) >> cls & 1;
 }
 
-/* The base of class cls's list room (HK_LIST_SAMPLED_ROOM). */
-static inline int hk_list_room_base(unsigned cls)
-{
-    if (!hk_heap_sampling)
-        return 0;
-    return hk_sample_pending(cls) ? HK_LIST_PENDING_ROOM : HK_LIST_SAMPLED_ROOM;
-}
-
 /* While sampling, the trim budget of a thread's heap ends before its next
  * profiled point (or trim tick: hk_heap_sample_bitmap), so the medium and
  * large blocks need not pass the profiler one by one.  What they took from
@@ -1078,11 +1081,12 @@ static inline bool hk_sample_pass_pushed(struct hk_heap *h, unsigned cls)
 
 /* Can another heap's block of class cls be kept on the thread's list with
  * no more ado (hk_foreign_keep)?  Not under a cache line, nor when the
- * list's room is spent, as it always is while sampling (every push is
- * counted then: HK_LIST_SAMPLED_ROOM). */
+ * list is at its cap, as it always is while sampling (every push is
+ * counted then: hk_list_cap). */
 static inline bool hk_foreign_keep_now(unsigned cls)
 {
-    return cls >= HK_LINE_CLASS && hk_tls.room[cls] > 0;
+    return cls >= HK_LINE_CLASS &&
+           (uintptr_t)hk_tls.free[cls] < (uintptr_t)hk_list_cap[cls] << HK_LINK_COUNT_SHIFT;
 }
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went

@@ -237,13 +237,13 @@ static inline void *local_take(struct hk_heap *h, struct hk_page *pg, unsigned c
     return list;
 }
 
-/* The first block of a refill's list of n, the rest to the thread's list. */
-static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls, unsigned n)
+/* The first block of a refill's list, the rest to the thread's list (with
+ * plain links: a refill's blocks count as none pushed, thread_lists.c). */
+static inline void *hand_out(struct hk_page *pg, void *list, unsigned cls)
 {
     void *next = hk_next(list);
     HK_SECURE_TAKEN(list, next, cls);
     hk_tls.free[cls] = next;
-    hk_list_filled(cls, n - 1);
     HK_CHECK_PAGE(pg);
     (void)pg;
     return list;
@@ -259,9 +259,7 @@ static inline void *sampled_hand_out(struct hk_heap *h, struct hk_page *pg, unsi
     if (HK_UNLIKELY(hk_sample_pending(cls) ||
                     !hk_sample_budget_take(h, (int64_t)(n * hk_classes[cls].block_size))))
         return hk_heap_sample_refill(h, pg, cls, list, n);
-    void *block = hand_out(pg, list, cls, n);
-    hk_tls.room[cls] += HK_LIST_SAMPLED_ROOM;
-    return block;
+    return hand_out(pg, list, cls);
 }
 
 /* The general refill while sampling (out of line: the quick path below
@@ -292,11 +290,8 @@ static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
 static HK_NOINLINE void *refill_general(struct hk_heap *h, unsigned cls)
 {
     struct hk_page *pg;
-    uint64_t supplied = h->supplied[cls];
     void *list = refill_take(h, cls, &pg);
-    if (list == NULL)
-        return NULL;
-    return hand_out(pg, list, cls, (unsigned)(h->supplied[cls] - supplied));
+    return list == NULL ? NULL : hand_out(pg, list, cls);
 }
 
 /* What comes before a refill takes anything: the thread's heap, and the
@@ -398,7 +393,7 @@ void *hk_refill(unsigned cls)
         if (freed * 2 >= hk_classes[cls].batch || pg->unbumped == 0) {
             if (HK_UNLIKELY(hk_refill_detoured()))
                 return refill_quick_detoured(h, pg, cls, freed);
-            return hand_out(pg, local_take(h, pg, cls, freed), cls, freed);
+            return hand_out(pg, local_take(h, pg, cls, freed), cls);
         }
     }
     return refill_slow(h, cls);

@@ -106,6 +106,7 @@ void hk_classes_init(void)
          * blocks of one page (secure.c checks each link against it). */
         size_t keep = LIST_KEEP_BYTES / size < LIST_KEEP_MIN ? LIST_KEEP_MIN : LIST_KEEP_BYTES / size;
         k->keep_cap = (uint16_t)(k->kind == HK_SMALL && !HK_SECURE_ON ? keep : 0);
+        hk_list_cap[c] = k->keep_cap;
     }
     hk_class_of_index[0] = 1;
     for (unsigned i = 1; i < HK_FAST_INDEXES; i++) {

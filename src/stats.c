@@ -24,10 +24,10 @@ struct hk_os_stats hk_os_stats;
  * is larger than today's classes). */
 _Static_assert(HAK_STATS_CLASSES >= HK_NCLASSES, "hak_stats has a row per size class");
 
-static uint64_t list_length(void *list)
+static uint64_t list_length(void *link)
 {
     uint64_t n = 0;
-    for (; list != NULL; list = hk_next(list))
+    for (void *b = hk_link_block(link); b != NULL; b = hk_link_block(hk_next(b)))
         n++;
     return n;
 }

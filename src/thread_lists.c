@@ -18,13 +18,15 @@
  *
  * A block on a list stays counted as out in its page (`used`, page.c), and
  * another heap's in its owner's page: nothing but the list knows it is
- * free.  room[cls] is the class's keep_cap less the blocks on its list: a
- * malloc from it adds one (one instruction more in malloc: without it, the
- * list had to be walked to be bounded, and server gained 1.14x instead of
- * 1.40x), a push takes one, a refill sets it.  A push that finds none
- * (hk_list_full) keeps the list's newest half and sends the rest where it
- * belongs, the thread's own blocks to their pages, others' home
- * (remote.c).
+ * free.  The list holds at most the class's keep_cap pushed blocks beside
+ * a refill's, counted in its links (internal.h): a push makes a head with
+ * one more, a malloc's pop restores the count below, and malloc pays no
+ * instruction for it.  (A count of room in TLS, one more in malloc, a
+ * store, cost working-set, whose thread never pushes, 4-5%; walking the
+ * list to bound it, server 1.14x instead of 1.40x.)  A push at the cap
+ * (hk_list_full) keeps the list's newest half, relinked as pushed blocks,
+ * and sends the rest where it belongs, the thread's own blocks to their
+ * pages, others' home (remote.c).
  *
  * Another heap's block under a cache line is not kept: it shares its line
  * with blocks its owner may be writing, and a thread that reused it would
@@ -32,8 +34,8 @@
  * slower).
  *
  * While sampling (heap_profile.c), blocks are counted as they enter a list:
- * every room then carries a base (HK_LIST_SAMPLED_ROOM) that sends every
- * push here, where push_sampled counts it or list_full decides.
+ * every class's cap (hk_list_cap) is then 0, which sends every push here,
+ * where push_sampled counts it or list_full decides.
  */
 #include <stdint.h>
 
@@ -41,6 +43,7 @@
 
 /* Entry 0 would otherwise match the pointers of the lowest 2 GiB. */
 uintptr_t hk_small_halves[HK_SMALL_HALVES] = {[0] = ~(uintptr_t)0};
+uint16_t hk_list_cap[HK_NCLASSES];
 
 void hk_lists_register(uintptr_t arena_base)
 {
@@ -130,16 +133,16 @@ static void release_block(struct hk_heap *h, void *b)
         hk_remote_free(owner, b);
 }
 
-/* The blocks of `list`, of class cls, go back.  While sampling each was
- * counted as it came (page.c, remote.c) and is uncounted. */
-static void release_list(struct hk_heap *h, unsigned cls, void *list)
+/* The blocks of the list whose head is `link`, of class cls, go back.
+ * While sampling each was counted as it came (page.c, remote.c) and is
+ * uncounted. */
+static void release_list(struct hk_heap *h, unsigned cls, void *link)
 {
     uint64_t n = 0;
-    while (list != NULL) {
-        void *next = hk_next(list);
-        release_block(h, list);
-        list = next;
-        n++;
+    for (void *b = hk_link_block(link); b != NULL; n++) {
+        void *next = hk_link_block(hk_next(b));
+        release_block(h, b);
+        b = next;
     }
     if (h != NULL && n != 0) {
         hk_count(&h->returned[cls], n);
@@ -148,67 +151,69 @@ static void release_list(struct hk_heap *h, unsigned cls, void *list)
     }
 }
 
-/* While sampling, every push comes here (HK_LIST_SAMPLED_ROOM): p goes on
- * the list, room taken and bytes counted, where both suffice; else false,
- * for hk_list_full to decide.  Only a room with the sampled base and room
- * left passes: not a class with a point pending (HK_LIST_PENDING_ROOM),
- * nor a thread without a heap (its rooms are the bare base). */
+/* While sampling, every push comes here (hk_list_cap is 0): p goes on the
+ * list and its bytes are counted where the list is under its class's
+ * keep_cap, the class's next refill holds no sample point and the budget
+ * suffices; else false, for list_full to decide. */
 static inline bool push_sampled(struct hk_tls *t, unsigned cls, void *p)
 {
-    int room = t->room[cls] + 1; /* as it was before the push took one */
-    if (room >= HK_LIST_SAMPLED_ROOM / 2 || room - HK_LIST_SAMPLED_ROOM <= 0 ||
+    void *head = t->free[cls];
+    if ((uintptr_t)head >= (uintptr_t)hk_classes[cls].keep_cap << HK_LINK_COUNT_SHIFT ||
+        t->heap == NULL || hk_sample_pending(cls) ||
         !hk_sample_budget_take(t->heap, (int64_t)hk_classes[cls].block_size))
         return false;
-    hk_set_next(p, t->free[cls]);
-    t->free[cls] = p;
+    hk_set_next(p, head);
+    t->free[cls] = hk_link_push(head, p);
     return true;
 }
 
-/* The room is spent (or, while sampling, p was not counted inline). */
+/* The list is at its cap (or, while sampling, p was not counted inline). */
 static HK_NOINLINE void list_full(unsigned cls, void *p)
 {
     struct hk_tls *t = &hk_tls;
     struct hk_heap *h = t->heap;
     unsigned cap = hk_classes[cls].keep_cap;
-    t->room[cls]++;
     if (HK_UNLIKELY(cls == 0)) /* no page holds p: a free page, or the arena's header */
         hk_invalid_pointer("free", p);
     if (h == NULL || cap == 0) {
-        /* A thread without a heap never mallocs from its lists (its room
-         * stays 0): p goes home unwritten. */
+        /* A thread without a heap never mallocs from its lists: p goes
+         * home unwritten. */
         release_block(h, p);
         return;
     }
-    int base = hk_list_room_base(cls);
-    if (HK_UNLIKELY(base != 0)) {
-        /* Sampling: p would hold the next point, or its class's next
-         * refill does and must not wait for the list to drain. */
+    if (HK_UNLIKELY(hk_heap_sampling)) {
+        /* p would hold the next point, or its class's next refill does
+         * and must not wait for the list to drain. */
         if (hk_sample_pending(cls) || !hk_sample_pass_pushed(h, cls)) {
             release_block(h, p);
             return;
         }
-        /* A room set before sampling began has no base: it is made anew
-         * below, as a full list's. */
-        if (t->room[cls] < base / 2 && t->room[cls] - base > 0) {
-            t->room[cls]--;
-            hk_set_next(p, t->free[cls]);
-            t->free[cls] = p;
+        void *head = t->free[cls];
+        if (hk_link_pushed(head) < cap) {
+            hk_set_next(p, head);
+            t->free[cls] = hk_link_push(head, p);
             return;
         }
     }
-    /* The list's newest half stays, then p goes on it. */
-    void *list = t->free[cls], *rest = NULL;
+    /* The list's newest half stays, every block of it counted as pushed
+     * (relinked from the bottom up), then p goes on it. */
+    void *top = hk_link_block(t->free[cls]), *rest = NULL;
     unsigned n = 0;
-    if (list != NULL) {
-        void *last = list;
-        for (n = 1; n < cap / 2 && hk_next(last) != NULL; n++)
-            last = hk_next(last);
-        rest = hk_next(last);
+    if (top != NULL) {
+        void *last = top;
+        for (n = 1; n < cap / 2 && hk_link_block(hk_next(last)) != NULL; n++)
+            last = hk_link_block(hk_next(last));
+        rest = hk_link_block(hk_next(last));
+        void *b = top;
+        for (unsigned i = 1; i < n; i++) {
+            void *next = hk_link_block(hk_next(b));
+            hk_set_next(b, hk_link_make(next, n - i));
+            b = next;
+        }
         hk_set_next(last, NULL);
     }
-    hk_set_next(p, list);
-    t->free[cls] = p;
-    t->room[cls] = (int16_t)(base + (int)cap - (int)n - 1);
+    hk_set_next(p, hk_link_make(top, n));
+    t->free[cls] = hk_link_make(p, n + 1);
     release_list(h, cls, rest);
 }
 
@@ -223,8 +228,7 @@ HK_NOINLINE void hk_list_full(unsigned cls, void *p)
 void hk_list_release(struct hk_heap *h, unsigned cls)
 {
     struct hk_tls *t = &hk_tls;
-    void *list = t->free[cls];
+    void *link = t->free[cls];
     t->free[cls] = NULL;
-    t->room[cls] = (int16_t)(hk_list_room_base(cls) + hk_classes[cls].keep_cap);
-    release_list(h, cls, list);
+    release_list(h, cls, link);
 }
