@@ -13,7 +13,7 @@
  */
 #include "internal.h"
 
-#define LIST_KEEP_BYTES ((size_t)12 << 10)
+#define LIST_KEEP_BYTES ((size_t)10 << 10)
 #define LIST_KEEP_MIN 8
 
 struct hk_class hk_classes[HK_NCLASSES];
@@ -93,7 +93,7 @@ void hk_classes_init(void)
             regain = k->capacity / 16u;
         k->regain = (uint16_t)(regain < 1 ? 1 : regain);
         /* The blocks a thread's list of a small class may hold
-         * (thread_lists.c): 12 KiB of them, at least 8.  With 32 KiB server
+         * (thread_lists.c): 10 KiB of them, at least 8.  With 32 KiB server
          * ran 1.46x as fast as before the lists and server-retire 1.37x,
          * with 16 KiB 1.38x and 1.21x, with 8 KiB 1.16x and 1.04x (9 paired
          * rounds); peak RSS on xthread-90 (4.2 MiB before): 5.0, 3.8 and
@@ -102,7 +102,12 @@ void hk_classes_init(void)
          * 12 (9 paired rounds): server 0.97 and server-retire 0.98 as fast
          * with 12; xthread-90's peak RSS (11 interleaved runs) 4.24 MiB
          * with 16, 4.10 with 12, Debian's mimalloc 4.23, xthread-50's 3.63,
-         * 3.64 and 3.75.  None in the hardened build, whose free lists hold only
+         * 3.64 and 3.75.  With the count in the links, 12 KiB against 10
+         * (two sets of 11 interleaved runs): xthread-90 4.24 and 4.24 MiB
+         * with 12, 4.06 and 4.11 with 10, mimalloc 4.22 and 4.27;
+         * xthread-50 3.97 and 3.76 (mimalloc 4.23); server 0.99,
+         * server-retire 0.96 and xstress 1.00 as fast with 10 (9 paired
+         * rounds, IQRs 0.93-1.05).  None in the hardened build, whose free lists hold only
          * blocks of one page (secure.c checks each link against it). */
         size_t keep = LIST_KEEP_BYTES / size < LIST_KEEP_MIN ? LIST_KEEP_MIN : LIST_KEEP_BYTES / size;
         k->keep_cap = (uint16_t)(k->kind == HK_SMALL && !HK_SECURE_ON ? keep : 0);
