@@ -107,9 +107,18 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
     unsigned cached = 0;
     if (hk_tls.heap == h) {
         /* The thread's list of the class: blocks of the class, of any
-         * heap's pages (thread_lists.c); those of this page count as used. */
-        for (const void *b = hk_link_block(hk_tls.free[pg->cls]); b != NULL;
-             b = hk_link_block(hk_next(b))) {
+         * heap's pages (thread_lists.c); those of this page count as used.
+         * Each link counts the pushed blocks from the one it points to
+         * down: at most one more than the next link's, 0 at the end, and
+         * none above the class's cap. */
+        unsigned count = hk_link_pushed(hk_tls.free[pg->cls]);
+        if (count > hk_classes[pg->cls].keep_cap)
+            PAGE_FAIL("the thread's list holds more pushed blocks than its cap");
+        for (const void *b = hk_link_block(hk_tls.free[pg->cls]); b != NULL; b = hk_list_next(b)) {
+            unsigned next = hk_link_pushed(hk_next(b));
+            if (next > count || count - next > 1)
+                PAGE_FAIL("a link of the thread's list miscounts its pushed blocks");
+            count = next;
             const struct hk_page *home = hk_page_of(b);
             if (home == NULL || home->cls != pg->cls)
                 PAGE_FAIL("the thread's list holds a block that is not one of its class");
@@ -122,19 +131,6 @@ static void check_small(const struct hk_page *pg, const char *file, int line)
                 PAGE_FAIL("a block is twice in the free lists (a double free?)");
             seen[i / 64] |= (uint64_t)1 << (i % 64);
             cached++;
-        }
-        /* Each link counts the pushed blocks from the one it points to
-         * down: at most one more than the next link's, 0 at the end, and
-         * none above the class's cap. */
-        unsigned count = hk_link_pushed(hk_tls.free[pg->cls]);
-        if (count > hk_classes[pg->cls].keep_cap)
-            PAGE_FAIL("the thread's list holds more pushed blocks than its cap");
-        for (const void *b = hk_link_block(hk_tls.free[pg->cls]); b != NULL;
-             b = hk_link_block(hk_next(b))) {
-            unsigned next = hk_link_pushed(hk_next(b));
-            if (next > count || count - next > 1)
-                PAGE_FAIL("a link of the thread's list miscounts its pushed blocks");
-            count = next;
         }
         if (count != 0)
             PAGE_FAIL("a link of the thread's list miscounts its pushed blocks");
@@ -160,7 +156,7 @@ void hk_list_check_push(unsigned cls, const void *p, const char *file, int line)
 {
     unsigned n = 0;
     for (const void *b = hk_link_block(hk_tls.free[cls]); b != NULL && n < PUSH_LOOK;
-         b = hk_link_block(hk_next(b)), n++)
+         b = hk_list_next(b), n++)
         if (b == p)
             fail("page check failed", "a block is twice in the free lists (a double free?)",
                  hk_page_of(p), file, line);

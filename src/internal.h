@@ -631,11 +631,18 @@ static inline void *hk_link_make(void *block, unsigned pushed)
 {
     return (void *)((uintptr_t)block | (uintptr_t)pushed << HK_LINK_COUNT_SHIFT);
 }
-/* The head once block p is pushed on the list whose head is `head`. */
-static inline void *hk_link_push(void *head, void *p)
+/* The block after b on a list (NULL: b is the last). */
+static inline void *hk_list_next(const void *b)
+{
+    return hk_link_block(hk_next(b));
+}
+/* Block p goes on class cls's list, whose head is `head`: the head it
+ * makes counts one more pushed block. */
+static inline void hk_list_put(unsigned cls, void *p, void *head)
 {
     uintptr_t count = (uintptr_t)head & ~(((uintptr_t)1 << HK_LINK_COUNT_SHIFT) - 1);
-    return (void *)(count + ((uintptr_t)1 << HK_LINK_COUNT_SHIFT) + (uintptr_t)p);
+    hk_set_next(p, head);
+    hk_tls.free[cls] = (void *)(count + ((uintptr_t)1 << HK_LINK_COUNT_SHIFT) + (uintptr_t)p);
 }
 /* The pushed blocks a class's list may hold beside a refill's: keep_cap,
  * or 0 while sampling, which sends every push to hk_list_full (the heap
@@ -665,8 +672,7 @@ static inline void hk_list_push(size_t cls, void *p)
         hk_list_full((unsigned)cls, p);
         return;
     }
-    hk_set_next(p, head);
-    t->free[cls] = hk_link_push(head, p);
+    hk_list_put((unsigned)cls, p, head);
 }
 
 /* ---- pages (page.c) ------------------------------------------------------ */

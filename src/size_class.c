@@ -107,8 +107,9 @@ void hk_classes_init(void)
          * with 12, 4.06 and 4.11 with 10, mimalloc 4.22 and 4.27;
          * xthread-50 3.97 and 3.76 (mimalloc 4.23); server 0.99,
          * server-retire 0.96 and xstress 1.00 as fast with 10 (9 paired
-         * rounds, IQRs 0.93-1.05).  None in the hardened build, whose free lists hold only
-         * blocks of one page (secure.c checks each link against it). */
+         * rounds, IQRs 0.93-1.05).  None in the hardened build, whose
+         * free lists hold only blocks of one page (secure.c checks each
+         * link against it). */
         size_t keep = LIST_KEEP_BYTES / size < LIST_KEEP_MIN ? LIST_KEEP_MIN : LIST_KEEP_BYTES / size;
         k->keep_cap = (uint16_t)(k->kind == HK_SMALL && !HK_SECURE_ON ? keep : 0);
         hk_list_cap[c] = k->keep_cap;

@@ -27,7 +27,7 @@ _Static_assert(HAK_STATS_CLASSES >= HK_NCLASSES, "hak_stats has a row per size c
 static uint64_t list_length(void *link)
 {
     uint64_t n = 0;
-    for (void *b = hk_link_block(link); b != NULL; b = hk_link_block(hk_next(b)))
+    for (void *b = hk_link_block(link); b != NULL; b = hk_list_next(b))
         n++;
     return n;
 }

@@ -81,15 +81,22 @@ void hk_lists_unregister(uintptr_t arena_base)
 #define LISTS_COOL_MIN 4
 #define LISTS_COOL_MAX 1024
 
+/* The blocks h's thread's lists ever took from pages or kept. */
+static uint64_t supplied_all(const struct hk_heap *h)
+{
+    uint64_t supplied = 0;
+    for (unsigned c = 1; c < HK_NCLASSES; c++)
+        supplied += h->supplied[c];
+    return supplied;
+}
+
 void hk_lists_consider(struct hk_heap *h)
 {
     if (h->lists_cool != 0) {
         h->lists_cool--;
         return;
     }
-    uint64_t supplied = 0;
-    for (unsigned c = 1; c < HK_NCLASSES; c++)
-        supplied += h->supplied[c];
+    uint64_t supplied = supplied_all(h);
     uint64_t taken = supplied - h->supplied_seen;
     h->supplied_seen = supplied;
     struct hk_tls *t = &hk_tls;
@@ -111,10 +118,7 @@ void hk_lists_retry(struct hk_heap *h)
         h->lists_backoff = 0;
         return;
     }
-    uint64_t supplied = 0;
-    for (unsigned c = 1; c < HK_NCLASSES; c++)
-        supplied += h->supplied[c];
-    h->supplied_seen = supplied;
+    h->supplied_seen = supplied_all(h);
     h->foreign_frees = 0;
     h->lists_backoff = h->lists_backoff == 0 ? LISTS_COOL_MIN
                      : h->lists_backoff < LISTS_COOL_MAX ? h->lists_backoff * 2 : LISTS_COOL_MAX;
@@ -140,7 +144,7 @@ static void release_list(struct hk_heap *h, unsigned cls, void *link)
 {
     uint64_t n = 0;
     for (void *b = hk_link_block(link); b != NULL; n++) {
-        void *next = hk_link_block(hk_next(b));
+        void *next = hk_list_next(b);
         release_block(h, b);
         b = next;
     }
@@ -162,8 +166,7 @@ static inline bool push_sampled(struct hk_tls *t, unsigned cls, void *p)
         t->heap == NULL || hk_sample_pending(cls) ||
         !hk_sample_budget_take(t->heap, (int64_t)hk_classes[cls].block_size))
         return false;
-    hk_set_next(p, head);
-    t->free[cls] = hk_link_push(head, p);
+    hk_list_put(cls, p, head);
     return true;
 }
 
@@ -190,8 +193,7 @@ static HK_NOINLINE void list_full(unsigned cls, void *p)
         }
         void *head = t->free[cls];
         if (hk_link_pushed(head) < cap) {
-            hk_set_next(p, head);
-            t->free[cls] = hk_link_push(head, p);
+            hk_list_put(cls, p, head);
             return;
         }
     }
@@ -201,12 +203,12 @@ static HK_NOINLINE void list_full(unsigned cls, void *p)
     unsigned n = 0;
     if (top != NULL) {
         void *last = top;
-        for (n = 1; n < cap / 2 && hk_link_block(hk_next(last)) != NULL; n++)
-            last = hk_link_block(hk_next(last));
-        rest = hk_link_block(hk_next(last));
+        for (n = 1; n < cap / 2 && hk_list_next(last) != NULL; n++)
+            last = hk_list_next(last);
+        rest = hk_list_next(last);
         void *b = top;
         for (unsigned i = 1; i < n; i++) {
-            void *next = hk_link_block(hk_next(b));
+            void *next = hk_list_next(b);
             hk_set_next(b, hk_link_make(next, n - i));
             b = next;
         }
