@@ -11,10 +11,16 @@
  *    object straight back keeps the workers on one line.
  *  - active: each worker allocates its own object; an allocator that serves
  *    all threads from one heap puts them side by side.
- * An op is one write to the object.
+ * With <objects> above 1, each worker gets that many objects a round
+ * (passive: main allocates them for the workers in turn, so that the
+ * workers' objects alternate in memory), frees them all, allocates as many
+ * of its own and writes the first of those: enough other threads' frees
+ * that an allocator which reuses blocks where they are freed in bulk (a
+ * hakmem thread whose frees go to its lists) shows it.  An op is one write
+ * to the object.
  *
  * usage: false_sharing <threads> <rounds> <writes-per-round> <size>
- *                      <passive|active> */
+ *                      <passive|active> [<objects>] */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,13 +34,13 @@
 #include "report.h"
 #include "scratch.h"
 
-#define USAGE "<threads> <rounds> <writes-per-round> <size> <passive|active>"
+#define USAGE "<threads> <rounds> <writes-per-round> <size> <passive|active> [<objects>]"
 
-static uint32_t nthreads, rounds, size;
+static uint32_t nthreads, rounds, size, objects;
 static uint64_t writes;
 static int passive;
 static pthread_barrier_t barrier;
-static char **handed; /* passive mode: the objects main allocated */
+static char **handed; /* passive mode: the objects main allocated, objects a worker */
 
 /* volatile: every write must reach the cache line. */
 BENCH_LOOP void bench_loop(volatile char *obj, uint64_t n)
@@ -46,16 +52,22 @@ BENCH_LOOP void bench_loop(volatile char *obj, uint64_t n)
 static void *worker(void *arg)
 {
     uint32_t id = (uint32_t)(uintptr_t)arg;
+    char **own = scratch_alloc(objects * sizeof *own);
     for (uint32_t r = 0; r < rounds; r++) {
         pthread_barrier_wait(&barrier); /* main has handed out the objects */
         if (passive)
-            free(handed[id]);
-        char *obj = malloc(size);
-        CHECK(obj != NULL, "malloc returned NULL");
-        bench_loop(obj, writes);
-        free(obj);
+            for (uint32_t i = 0; i < objects; i++)
+                free(handed[(size_t)id * objects + i]);
+        for (uint32_t i = 0; i < objects; i++) {
+            own[i] = malloc(size);
+            CHECK(own[i] != NULL, "malloc returned NULL");
+        }
+        bench_loop(own[0], writes);
+        for (uint32_t i = 0; i < objects; i++)
+            free(own[i]);
         pthread_barrier_wait(&barrier); /* round over */
     }
+    scratch_free(own, objects * sizeof *own);
     return NULL;
 }
 
@@ -66,10 +78,11 @@ int main(int argc, char **argv)
     writes = arg_u64(argc, argv, 3, 100000, USAGE);
     size = (uint32_t)arg_u64(argc, argv, 4, 8, USAGE);
     passive = argc <= 5 || strcmp(argv[5], "active") != 0;
-    CHECK(nthreads > 0 && rounds > 0 && size > 0, USAGE);
+    objects = (uint32_t)arg_u64(argc, argv, 6, 1, USAGE);
+    CHECK(nthreads > 0 && rounds > 0 && size > 0 && objects > 0, USAGE);
 
     report_start();
-    handed = scratch_alloc(nthreads * sizeof *handed);
+    handed = scratch_alloc((size_t)nthreads * objects * sizeof *handed);
     pthread_t *threads = scratch_alloc(nthreads * sizeof *threads);
     pthread_barrier_init(&barrier, NULL, nthreads + 1);
     for (uint32_t t = 0; t < nthreads; t++)
@@ -80,10 +93,12 @@ int main(int argc, char **argv)
     double t0 = clock_now();
     for (uint32_t r = 0; r < rounds; r++) {
         if (passive)
-            for (uint32_t t = 0; t < nthreads; t++) {
-                handed[t] = malloc(size);
-                CHECK(handed[t] != NULL, "malloc returned NULL");
-            }
+            for (uint32_t i = 0; i < objects; i++)
+                for (uint32_t t = 0; t < nthreads; t++) {
+                    char **slot = &handed[(size_t)t * objects + i];
+                    *slot = malloc(size);
+                    CHECK(*slot != NULL, "malloc returned NULL");
+                }
         pthread_barrier_wait(&barrier);
         pthread_barrier_wait(&barrier);
     }
@@ -95,6 +110,7 @@ int main(int argc, char **argv)
     report_begin(passive ? "false-sharing-passive" : "false-sharing-active",
                  "write", writes * rounds * nthreads, t1 - t0, (int)nthreads);
     report_int("object_size", size);
+    report_int("objects", objects);
     report_end();
     return 0;
 }
