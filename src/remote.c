@@ -36,15 +36,14 @@
 #include "stats.h"
 
 /* Blocks collected per owner before one exchange sends them: a message's
- * worth (about 64), or four for a thread without a heap, which never
- * refills, where others also send what they hold.  A consumer thread that
- * only frees (bench prodcons), paired against eight messages: one 0.91 as
- * fast, two 0.91-0.93, four 0.96, holding 0.3 MiB less than eight (whose
- * peak, 3.0 MiB, was above mimalloc's 2.9 once the owner's drain stopped
- * prefetching and the producer kept the queue full).  Threads with heaps
- * held more memory with larger batches (xthread-90: +0.6 MiB at 512). */
+ * worth.  A thread without a heap (bench prodcons' consumer, which only
+ * frees) sent four messages at a time, for speed: prodcons ran 1.04 times
+ * as fast as with one (9 paired rounds), but its blocks waited longer to go
+ * home while the producer carved fresh ones, and the peak RSS was 2.74 MiB
+ * against one message's 2.40 and Debian mimalloc's 2.47 (medians of 21
+ * interleaved runs).  Threads with heaps held more memory with larger
+ * batches too (xthread-90: +0.6 MiB at 512). */
 #define REMOTE_BATCH HK_REMOTE_MSG_BLOCKS
-#define REMOTE_BATCH_NO_HEAP (4 * HK_REMOTE_MSG_BLOCKS)
 
 /* The messages no one uses, under a lock: a sender takes one for every 62
  * blocks, an owner gives back all it drained at once.  They come from the
@@ -237,12 +236,12 @@ static HK_NOINLINE void remote_free_slow(struct hk_tls *t, struct hk_heap *owner
     }
     if (m != p)
         m->blocks[m->count++] = p;
-    if (++b->count >= (t->heap != NULL ? REMOTE_BATCH : REMOTE_BATCH_NO_HEAP))
+    if (++b->count >= REMOTE_BATCH)
         batch_send(b);
 }
 
 /* Mostly p joins the message the thread fills for owner, its most recent
- * owner, with room left and the batch not due: that is done here, in 24
+ * owner, with room left and the batch not due: that is done here, in 19
  * instructions with no stack frame; the rest, which needs one, out of line. */
 void hk_remote_free(struct hk_heap *owner, void *p)
 {
@@ -250,9 +249,8 @@ void hk_remote_free(struct hk_heap *owner, void *p)
     struct hk_remote_batch *b = &t->remote[0];
     struct hk_remote_msg *m = b->msg;
     HK_SECURE_SENT(p);
-    uint32_t due = t->heap != NULL ? REMOTE_BATCH : REMOTE_BATCH_NO_HEAP;
     if (HK_LIKELY(b->heap == owner && m != NULL && m->count - 1u < HK_REMOTE_MSG_BLOCKS - 1u &&
-                  b->count + 1 < due)) {
+                  b->count + 1 < REMOTE_BATCH)) {
         m->blocks[m->count++] = p;
         b->count++;
         return;
