@@ -75,17 +75,13 @@ HK_ALIAS(_ZdaPvmSt11align_val_t, hak_free)
 HK_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, hak_free)
 HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
 
-/* Block p of an arena, of class cls in page pg of heap owner, that the
- * calling thread cannot just keep: freed by its owner, kept after all, or
- * sent home. */
+/* Block p of an arena, in page pg of heap owner, that the calling thread
+ * does not keep: freed by its owner, or sent home. */
 static HK_NOINLINE void free_home(void *p, struct hk_page *pg, struct hk_heap *owner,
-                                  unsigned cls, const char *call)
+                                  const char *call)
 {
-    struct hk_heap *mine = hk_tls.heap;
-    if (owner == mine)
+    if (owner == hk_tls.heap)
         hk_page_free_local(pg, p, call);
-    else if (mine != NULL && cls >= HK_LINE_CLASS && hk_classes[cls].keep_cap != 0)
-        hk_foreign_keep(mine, cls, p);
     else
         hk_remote_free(owner, p);
 }
@@ -147,7 +143,9 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     if (HK_LIKELY(home.heap != mine && mine != NULL)) {
         if (HK_UNLIKELY((++mine->foreign_frees & (HK_LISTS_LOOK - 1)) == 0))
             hk_lists_consider(mine);
-        if (HK_LIKELY(hk_foreign_keep_now(home.cls))) {
+        /* A small block of a line or more goes on the list, whose push
+         * decides at the cap and while sampling (hk_list_full). */
+        if (HK_LIKELY(home.cls >= HK_LINE_CLASS && hk_classes[home.cls].keep_cap != 0)) {
             hk_foreign_keep(mine, home.cls, p);
             return;
         }
@@ -158,7 +156,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
         hk_remote_free(home.heap, p);
         return;
     }
-    free_home(p, home.page, home.heap, home.cls, call);
+    free_home(p, home.page, home.heap, call);
 }
 
 /* The sized and aligned forms carry information hakmem does not need. */

@@ -823,9 +823,9 @@ void hk_remote_stash_release(void); /* the thread's kept messages, at its exit *
 void hk_remote_fork_lock(void);
 void hk_remote_fork_unlock(bool child);
 
-/* p, a small block of class cls of another heap than h, the calling
- * thread's, goes on the TLS list for this thread's mallocs, where the list
- * has room (hk_foreign_keep_now). */
+/* p, a small block of class cls (a cache line or more) of another heap
+ * than h, the calling thread's, goes on the TLS list for this thread's
+ * mallocs; a full list, or any while sampling, goes to hk_list_full. */
 static inline void hk_foreign_keep(struct hk_heap *h, unsigned cls, void *p)
 {
     hk_count(&h->supplied[cls], 1);
@@ -1085,15 +1085,6 @@ static inline bool hk_sample_pass_pushed(struct hk_heap *h, unsigned cls)
            hk_sample_pass_pushed_slow(h, cls);
 }
 
-/* Can another heap's block of class cls be kept on the thread's list with
- * no more ado (hk_foreign_keep)?  Not under a cache line, nor when the
- * list is at its cap, as it always is while sampling (every push is
- * counted then: hk_list_cap). */
-static inline bool hk_foreign_keep_now(unsigned cls)
-{
-    return cls >= HK_LINE_CLASS &&
-           (uintptr_t)hk_tls.free[cls] < (uintptr_t)hk_list_cap[cls] << HK_LINK_COUNT_SHIFT;
-}
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went
  * back unused. */
