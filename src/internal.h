@@ -1087,9 +1087,12 @@ static inline bool hk_sample_pass_pushed(struct hk_heap *h, unsigned cls)
 
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went
- * back unused. */
+ * back unused.  What the budget counted since it was set is folded first:
+ * armed over it, a thread whose lists overflow lost every count between
+ * two overflows (xthread-50 profiled: 3 samples for 1.1 GB allocated). */
 static inline void hk_sample_uncount(struct hk_heap *h, uint64_t n, uint64_t size)
 {
+    hk_sample_fold(h);
     hk_sample.left[0] += (int64_t)(n * size);
     hk_sample.left[1] += (int64_t)n;
     hk_sample_arm(h);

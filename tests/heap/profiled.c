@@ -15,6 +15,8 @@
  *            round, so that each frees both threads' blocks, as a server's
  *            do; in the last round each replaces a whole set: 32 MiB live
  *            at exit at each thread's site
+ *   exchange-bulk  the same, but a thread frees all it replaces in a round
+ *            before it allocates any, so that its lists overflow
  *   busy     allocations before main, in 8 threads (freed by others too),
  *            in a forked child, a dump on SIGUSR2 and one on a call
  *   signal   prints whether SIGUSR2 has a handler
@@ -156,28 +158,45 @@ __attribute__((noinline)) static void site_right(void **slot)
     exchanged[1]++;
 }
 
+static bool exchange_in_bulk;
+
+/* Block i of the set is replaced in round r. */
+static bool exchange_replaces(unsigned r, size_t i)
+{
+    return r == EXCHANGE_ROUNDS - 1 || i % 3 != r % 3;
+}
+
+static void exchange_alloc(uintptr_t t, void **slot)
+{
+    if (t == 0)
+        site_left(slot);
+    else
+        site_right(slot);
+}
+
 static void *exchange_worker(void *arg)
 {
     uintptr_t t = (uintptr_t)arg;
     for (unsigned r = 0; r < EXCHANGE_ROUNDS; r++) {
         void **set = exchange_sets[(t + r) % 2];
-        bool last = r == EXCHANGE_ROUNDS - 1;
         for (size_t i = 0; i < EXCHANGE_SET; i++) {
-            if (!last && i % 3 == r % 3)
+            if (!exchange_replaces(r, i))
                 continue;
             free(set[i]);
-            if (t == 0)
-                site_left(&set[i]);
-            else
-                site_right(&set[i]);
+            if (!exchange_in_bulk)
+                exchange_alloc(t, &set[i]);
         }
+        for (size_t i = 0; exchange_in_bulk && i < EXCHANGE_SET; i++)
+            if (exchange_replaces(r, i))
+                exchange_alloc(t, &set[i]);
         pthread_barrier_wait(&exchange_barrier);
     }
     return NULL;
 }
 
-static void exchange(void)
+static void exchange(bool in_bulk)
 {
+    exchange_in_bulk = in_bulk;
     pthread_barrier_init(&exchange_barrier, NULL, 2);
     for (int s = 0; s < 2; s++)
         exchange_sets[s] = calloc(EXCHANGE_SET, sizeof(void *));
@@ -186,7 +205,8 @@ static void exchange(void)
         pthread_create(&t[i], NULL, exchange_worker, (void *)i);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
-    printf("exchange: two sets of 32 MiB in 64-byte blocks, passed between two threads\n");
+    printf("exchange%s: two sets of 32 MiB in 64-byte blocks, passed between two threads\n",
+           in_bulk ? " in bulk" : "");
 }
 
 /* ---- busy ---- */
@@ -362,7 +382,9 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "handoff") == 0) {
         handoff();
     } else if (strcmp(mode, "exchange") == 0) {
-        exchange();
+        exchange(false);
+    } else if (strcmp(mode, "exchange-bulk") == 0) {
+        exchange(true);
     } else if (strcmp(mode, "busy") == 0) {
         busy();
     } else if (strcmp(mode, "trim") == 0) {
@@ -374,7 +396,7 @@ int main(int argc, char **argv)
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|busy|signal|trim|slots\n");
+        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|exchange-bulk|busy|signal|trim|slots\n");
         return 2;
     }
     return 0;
