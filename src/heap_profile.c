@@ -116,8 +116,6 @@ static unsigned dump_seq;
 static volatile sig_atomic_t dump_wanted; /* SIGUSR2 came while locked */
 static uintptr_t own_lo, own_hi; /* libhakmem's code, when it is a library */
 
-__thread struct hk_sample_left hk_sample __attribute__((tls_model("initial-exec")));
-
 struct prof_tls {
     uint64_t rng;
     bool started;
@@ -250,10 +248,10 @@ static struct prof_tls *prof_state(void)
     if (!t->started) {
         t->started = true;
         t->rng = 0x6A09E667F3BCC909ull * (atomic_fetch_add(&threads, 1) + 1);
-        hk_sample.ticks = HK_TRIM_BYTES;
-        hk_sample.every_block = kind_on[GUARDED];
+        hk_tls.sample.ticks = HK_TRIM_BYTES;
+        hk_tls.sample.every_block = kind_on[GUARDED];
         for (unsigned k = 0; k < KINDS; k++) /* a kind that is off: never */
-            hk_sample.left[k] = kind_on[k] ? interval(t, k) : INT64_MAX;
+            hk_tls.sample.left[k] = kind_on[k] ? interval(t, k) : INT64_MAX;
     }
     return t;
 }
@@ -273,7 +271,7 @@ static uint64_t units(unsigned kind, uint64_t size)
  * instructions, 7.27 M now, 6.36 M unprofiled.) */
 static void passed_point(struct prof_tls *t, unsigned kind)
 {
-    hk_sample.left[kind] = interval(t, kind);
+    hk_tls.sample.left[kind] = interval(t, kind);
 }
 
 /* Count one block of `size` bytes for the kinds in `mask`: the points it
@@ -284,8 +282,8 @@ static inline __attribute__((always_inline)) unsigned count_block(struct prof_tl
     for (unsigned k = 0; k < KINDS; k++) {
         if (!(mask & 1u << k))
             continue;
-        if ((uint64_t)hk_sample.left[k] > units(k, size)) {
-            hk_sample.left[k] -= (int64_t)units(k, size);
+        if ((uint64_t)hk_tls.sample.left[k] > units(k, size)) {
+            hk_tls.sample.left[k] -= (int64_t)units(k, size);
         } else {
             passed_point(t, k);
             what |= 1u << k;
@@ -885,7 +883,7 @@ static inline __attribute__((always_inline)) void *sampled_block(uint64_t size, 
  * the list. */
 static inline bool pass_refill(struct hk_heap *h, unsigned n, uint64_t size, unsigned cls)
 {
-    struct hk_sample_left *s = &hk_sample;
+    struct hk_sample_left *s = &hk_tls.sample;
     hk_sample_fold(h);
     if (hk_sample_pending(cls) || s->left[0] <= (int64_t)(n * size) ||
         s->left[1] <= (int64_t)n)
@@ -905,9 +903,9 @@ static inline bool pass_refill(struct hk_heap *h, unsigned n, uint64_t size, uns
 static void small_tick(struct hk_heap *h, uint64_t bytes)
 {
     hk_sample_fold(h);
-    if (hk_sample.ticks > (int64_t)bytes)
+    if (hk_tls.sample.ticks > (int64_t)bytes)
         return;
-    hk_sample.ticks = HK_TRIM_BYTES;
+    hk_tls.sample.ticks = HK_TRIM_BYTES;
     hk_bitmap_trim_due(h);
     hk_sample_arm(h);
 }
@@ -935,8 +933,8 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     if (!pass_refill(h, n, size, cls) && !t->busy) {
         unsigned pending = 0;
         for (unsigned k = 0; k < KINDS; k++) {
-            if (hk_sample.pending[k] & bit) {
-                hk_sample.pending[k] &= ~bit;
+            if (hk_tls.sample.pending[k] & bit) {
+                hk_tls.sample.pending[k] &= ~bit;
                 pending |= 1u << k;
             }
         }
@@ -952,14 +950,14 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
         } else {
             uint64_t before[KINDS]; /* blocks before each kind's next point */
             for (unsigned k = 0; k < KINDS; k++) {
-                before[k] = ((uint64_t)hk_sample.left[k] - 1) / units(k, size);
+                before[k] = ((uint64_t)hk_tls.sample.left[k] - 1) / units(k, size);
                 if (before[k] < keep)
                     keep = (unsigned)before[k];
             }
             for (unsigned k = 0; k < KINDS; k++) {
-                hk_sample.left[k] -= (int64_t)(keep * units(k, size));
+                hk_tls.sample.left[k] -= (int64_t)(keep * units(k, size));
                 if (before[k] == keep && keep < n - 1) {
-                    hk_sample.pending[k] |= bit;
+                    hk_tls.sample.pending[k] |= bit;
                     passed_point(t, k);
                 }
             }
@@ -980,15 +978,37 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     return list;
 }
 
-/* hk_sample_pass_pushed's block did not fit the budget. */
+/* hk_sample_pass_pushed's block did not fit the budget: counted, and
+ * the points it holds pending for its class. */
 bool hk_sample_pass_pushed_slow(struct hk_heap *h, unsigned cls)
 {
     uint64_t size = hk_classes[cls].block_size;
     small_tick(h, size);
-    bool kept = pass_refill(h, 1, size, cls);
-    if (!kept) /* a pass sets the budget itself */
-        hk_sample_arm(h);
-    return kept;
+    if (pass_refill(h, 1, size, cls)) /* a pass sets the budget itself */
+        return true;
+    struct prof_tls *t = prof_state();
+    unsigned what = t->busy ? 0 : count_block(t, size, ~0u);
+    hk_sample_arm(h);
+    for (unsigned k = 0; k < KINDS; k++)
+        if (what & 1u << k)
+            hk_tls.sample.pending[k] |= (uint64_t)1 << cls;
+    return false;
+}
+
+void *hk_heap_sample_stashed(unsigned cls)
+{
+    struct prof_tls *t = prof_state();
+    uint64_t bit = (uint64_t)1 << cls;
+    unsigned what = 0;
+    for (unsigned k = 0; k < KINDS; k++) {
+        if (hk_tls.sample.pending[k] & bit) {
+            hk_tls.sample.pending[k] &= ~bit;
+            what |= 1u << k;
+        }
+    }
+    if (what == 0 || t->busy)
+        return NULL;
+    return sampled_block(hk_classes[cls].block_size, cls, what);
 }
 
 /* A medium or large block was just taken and the heap's trim budget ran
@@ -1004,11 +1024,11 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     /* The blocks before this one, then this one. */
     h->trim_budget += (int64_t)size;
     hk_sample_fold(h);
-    if (hk_sample.ticks <= (int64_t)size) {
-        hk_sample.ticks = HK_TRIM_BYTES;
+    if (hk_tls.sample.ticks <= (int64_t)size) {
+        hk_tls.sample.ticks = HK_TRIM_BYTES;
         hk_bitmap_tick(h);
     } else {
-        hk_sample.ticks -= (int64_t)size;
+        hk_tls.sample.ticks -= (int64_t)size;
     }
     unsigned what = prof.busy ? 0 : count_block(&prof, size, ~0u);
     hk_sample_arm(h);
@@ -1313,9 +1333,7 @@ void hk_heap_profile_start(void)
         hk_guard_start();
     }
     hk_heap_sampling = true;
-    /* Every push goes to hk_list_full, which counts it. */
-    for (unsigned c = 0; c < HK_NCLASSES; c++)
-        hk_list_cap[c] = 0;
+    hk_lists_sampling_start();
     atomic_fetch_or(&hk_detour, HK_DETOUR_SAMPLE);
 }
 

@@ -279,6 +279,8 @@ static HK_NOINLINE void *refill_general_sampled(struct hk_heap *h, unsigned cls)
  * purger's start. */
 static HK_NOINLINE void *refill_sampled(struct hk_heap *h, unsigned cls)
 {
+    if (h != NULL && hk_list_stashed(h, cls))
+        return hk_list_unstash(h, cls);
     struct hk_page *pg = h != NULL ? h->current[cls] : NULL;
     if (!local_ready(h, pg, cls, HK_DETOUR_PURGER))
         return refill_general_sampled(h, cls);
@@ -338,6 +340,8 @@ static HK_NOINLINE void *refill_quick_detoured(struct hk_heap *h, struct hk_page
 {
     if (atomic_load_explicit(&hk_detour, memory_order_relaxed) != HK_DETOUR_SAMPLE)
         return refill_slow(h, cls);
+    if (hk_list_stashed(h, cls))
+        return hk_list_unstash(h, cls);
     return sampled_hand_out(h, pg, cls, local_take(h, pg, cls, freed), freed);
 }
 

@@ -122,6 +122,8 @@ static void collect(struct hak_stats *out, struct hk_census *census)
     if (mine != NULL) {
         for (unsigned c = 1; c < HK_NCLASSES; c++) {
             uint64_t cached = list_length(hk_tls.free[c]);
+            if (hk_list_stashed(mine, c))
+                cached += list_length(mine->stashed);
             out->classes[c].mallocs -= cached;
             out->classes[c].live -= cached;
         }
