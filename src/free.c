@@ -86,12 +86,24 @@ static HK_NOINLINE void free_home(void *p, struct hk_page *pg, struct hk_heap *o
         hk_remote_free(owner, p);
 }
 
-/* Not a block of an arena: a sample slot's, a huge or guarded block, or
- * what hakmem did not hand out. */
-static HK_NOINLINE void free_other(void *p, const char *call)
+/* Not a block of an arena, nor in the sample slots' range: a huge or
+ * guarded block, or what hakmem did not hand out. */
+static HK_NOINLINE void free_huge_or_guarded(void *p, const char *call)
 {
-    if (!hk_heap_sample_slot_free(p) && !hk_huge_free(p) && !hk_guard_free(p, call))
+    if (!hk_huge_free(p) && !hk_guard_free(p, call))
         hk_invalid_pointer(call, p);
+}
+
+/* Not a block of an arena.  The slots' range is the profiler's own, so a
+ * pointer in it is a slot's or invalid, which hk_heap_sample_slot_free
+ * tells: one test and a tail call from hk_free_slow, which reaches here
+ * once its frame is let go. */
+static inline void free_other(void *p, const char *call)
+{
+    if (hk_slot_range(p))
+        hk_heap_sample_slot_free(p, call);
+    else
+        free_huge_or_guarded(p, call);
 }
 
 /* A free that is not of the thread's own small block going back to its

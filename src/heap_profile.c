@@ -809,10 +809,8 @@ void hk_heap_sample_freed(uint32_t site, size_t size)
     unlock_and_dump_wanted();
 }
 
-bool hk_heap_sample_slot_free(void *p)
+void hk_heap_sample_slot_free(void *p, const char *call)
 {
-    if (!hk_slot_range(p))
-        return false;
     uint32_t site;
     unsigned cls;
     bool to_purge;
@@ -821,13 +819,14 @@ bool hk_heap_sample_slot_free(void *p)
     if (slot != NULL)
         freed_locked(site, cls, hk_classes[cls].block_size);
     unlock_and_dump_wanted();
-    if (slot != NULL && to_purge) { /* madvise with the lock let go */
+    if (slot == NULL)
+        hk_invalid_pointer(call, p);
+    if (to_purge) { /* madvise with the lock let go */
         hk_slot_purge(slot);
         hk_lock(&held.lock);
         hk_slot_push(slot);
         hk_unlock(&held.lock);
     }
-    return slot != NULL;
 }
 
 void hk_heap_sample_slots_release(void)

@@ -1190,9 +1190,10 @@ static inline bool hk_slot_range(const void *p)
     uintptr_t lo = atomic_load_explicit(&hk_slot_lo, memory_order_relaxed);
     return (uintptr_t)p - lo < atomic_load_explicit(&hk_slot_hi, memory_order_relaxed) - lo;
 }
-/* free and malloc_usable_size of a pointer in the slots' range: false and
- * 0 when it is no live slot's block (heap_profile.c). */
-bool hk_heap_sample_slot_free(void *p);
+/* free, in `call`, of a pointer in the slots' range (named invalid when it
+ * is no live slot's block), and its malloc_usable_size (0: not one):
+ * heap_profile.c. */
+void hk_heap_sample_slot_free(void *p, const char *call);
 size_t hk_heap_sample_slot_usable(const void *p);
 void hk_heap_sample_slots_release(void); /* free slots' memory, to the OS */
 void hk_heap_profile_fork_lock(void);
