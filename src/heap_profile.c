@@ -49,6 +49,7 @@
 #include "hakmem.h"
 #include "internal.h"
 #include "lock.h"
+#include "sample_slot.h"
 #include "stats.h"
 
 #define DEPTH 64              /* frames kept per stack */
@@ -811,13 +812,14 @@ void hk_heap_sample_freed(uint32_t site, size_t size)
 
 void hk_heap_sample_slot_free(void *p, const char *call)
 {
-    uint32_t site;
-    unsigned cls;
-    bool to_purge;
     hk_lock(&held.lock);
-    struct slot_header *slot = hk_slot_free(p, &site, &cls, &to_purge);
-    if (slot != NULL)
-        freed_locked(site, cls, hk_classes[cls].block_size);
+    struct slot_header *slot = hk_slot_live(p);
+    bool to_purge = false;
+    if (slot != NULL) {
+        unsigned cls = slot->cls;
+        freed_locked(slot->site, cls, hk_classes[cls].block_size);
+        to_purge = hk_slot_free(slot);
+    }
     unlock_and_dump_wanted();
     if (slot == NULL)
         hk_invalid_pointer(call, p);

@@ -1157,14 +1157,11 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site);
 void hk_heap_sample_freed(uint32_t site, size_t size);
 void hk_heap_sample_attached(struct hk_heap *h); /* h has a new thread */
-/* A sampled block of a size class (sample_slot.c, under the profiler's
- * lock): its slot, NULL if there is no room; then, with the lock let go
- * (a fresh slot's header may fault in), hk_slot_stamp keeps site + 1 and
- * the class with it and makes it a live slot. */
-void *hk_slot_alloc(unsigned cls);
+/* The sample slots (sample_slot.c, under the profiler's lock; what a
+ * sample and its free do inline: sample_slot.h).  A slot's header: */
 struct slot_header {
     uintptr_t self; /* the block's address while it is live; free: the next free slot's header */
-    uint32_t site;  /* the profiler's site + 1; free: PURGED or 0 (sample_slot.c) */
+    uint32_t site;  /* the profiler's site + 1; free: HK_SLOT_PURGED or 0 */
     uint32_t cls;
 };
 static inline void hk_slot_stamp(void *p, uint32_t site, unsigned cls)
@@ -1174,10 +1171,6 @@ static inline void hk_slot_stamp(void *p, uint32_t site, unsigned cls)
     h->cls = cls;
     h->self = (uintptr_t)p;
 }
-/* p, a live slot's block, is free: its header (NULL: not one), site and
- * class; the slot is free again, or, when *to_purge, once hk_slot_purge
- * (which may run out of the lock) and hk_slot_push have had it. */
-struct slot_header *hk_slot_free(void *p, uint32_t *site, unsigned *cls, bool *to_purge);
 void hk_slot_purge(struct slot_header *h);
 void hk_slot_push(struct slot_header *h);
 size_t hk_slot_usable_size(const void *p); /* 0: not a live slot's block */
