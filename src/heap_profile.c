@@ -373,8 +373,12 @@ static void learn(uintptr_t ip, uintptr_t delta, bool end)
     }
 }
 
+/* The slow walk's frames: capture_walk's and capture's (unless the call
+ * from one to the other was a tail call), then at least as many as the
+ * fast walk's. */
+#define SLOW_FRAMES (DEPTH + 16 + 2)
 struct slow_walk {
-    uintptr_t ip[DEPTH + 16], cfa[DEPTH + 16]; /* cfa: see capture */
+    uintptr_t ip[SLOW_FRAMES], cfa[SLOW_FRAMES]; /* cfa: see capture_walk */
     unsigned n;
     bool cut; /* stopped before the outermost frame */
 };
@@ -388,7 +392,7 @@ static _Unwind_Reason_Code slow_frame(struct _Unwind_Context *ctx, void *arg)
         return _URC_END_OF_STACK;
     w->ip[w->n] = signal_frame ? 0 : ip; /* 0: no rule for a signal's frame */
     w->cfa[w->n] = uw_get_cfa(ctx);
-    if (++w->n == DEPTH + 16) {
+    if (++w->n == SLOW_FRAMES) {
         w->cut = true;
         return _URC_END_OF_STACK;
     }
@@ -442,18 +446,21 @@ struct stack_memo {
     uint32_t site;     /* their site (0: none) */
     bool taken;        /* just taken: record() names its site */
     uint32_t changed;  /* rules_changed when it was taken */
-    uintptr_t slot[MEMO_FRAMES], ret[MEMO_FRAMES]; /* frame k >= 1 was read at slot[k] */
+    /* Frame k >= 1 was read at slot[k]; slot[n] is a word that never holds
+     * ret[n] (its own place), so that the check's loop needs no count, and
+     * ret follows slot, so that it needs one pointer. */
+    uintptr_t slot[MEMO_FRAMES + 1], ret[MEMO_FRAMES + 1];
 };
 
-static bool memo_matches(const struct stack_memo *m, uintptr_t ip, uintptr_t sp)
+static inline bool memo_matches(const struct stack_memo *m, uintptr_t ip, uintptr_t sp)
 {
     if (m->site == 0 || m->ip != ip || m->sp != sp ||
         m->changed != atomic_load_explicit(&rules_changed, memory_order_relaxed))
         return false;
-    for (unsigned k = 1; k < m->n; k++)
-        if (*(const uintptr_t *)m->slot[k] != m->ret[k])
-            return false;
-    return true;
+    const uintptr_t *slot = &m->slot[1];
+    while (*(const uintptr_t *)slot[0] == slot[MEMO_FRAMES + 1])
+        slot++;
+    return slot == &m->slot[m->n];
 }
 
 static void memo_take(struct stack_memo *m, uintptr_t ip, uintptr_t sp, const uintptr_t *frames,
@@ -469,14 +476,18 @@ static void memo_take(struct stack_memo *m, uintptr_t ip, uintptr_t sp, const ui
     m->changed = atomic_load_explicit(&rules_changed, memory_order_relaxed);
     memcpy(m->slot, slots, n * sizeof *slots);
     memcpy(m->ret, frames, n * sizeof *frames);
+    m->slot[n] = (uintptr_t)&m->slot[n];
+    m->ret[n] = m->slot[n] + 1;
 }
 
 /* The debug build's check: a fast walk that differs from the slow one went
  * through a return address whose constant changed, which learn has just
  * marked. */
-static bool explained(const uintptr_t *fast, unsigned nfast, const struct slow_walk *w)
+static bool explained(const uintptr_t *fast, unsigned nfast, const struct slow_walk *w,
+                      unsigned first)
 {
-    if (w->cut || (nfast + 1 == w->n && memcmp(fast, w->ip + 1, nfast * sizeof *fast) == 0))
+    if (w->cut ||
+        (nfast + first == w->n && memcmp(fast, w->ip + first, nfast * sizeof *fast) == 0))
         return true;
     for (unsigned j = 0; j < nfast; j++) {
         bool found;
@@ -499,6 +510,48 @@ static uint32_t next_check_gap(uint32_t gap, bool rule_changed)
     return gap < CHECK_GAP_MAX ? gap * 2 : CHECK_GAP_MAX;
 }
 
+/* capture's walk, from its return address ip and stack pointer sp (its
+ * CFA): the fast walk, which takes m when it succeeds, and the slow one
+ * too when it fails or `check` says.  Apart, so that a capture the memo
+ * answers saves and restores three registers, not six, and keeps no frame
+ * for the walks' arrays (random-mixed 4-32 KiB profiled: 12 instructions
+ * a sample). */
+static HK_NOINLINE unsigned capture_walk(uintptr_t ip, uintptr_t sp, bool check, uintptr_t *pc,
+                                         struct stack_memo *m)
+{
+    struct prof_tls *t = &prof;
+    uintptr_t fast[DEPTH + 16], slots[DEPTH + 16];
+    unsigned nfast = 0;
+    bool have_fast = t->stack_top != 0 && fast_walk(ip, sp, t->stack_top, fast, slots, &nfast);
+    if (have_fast && m != NULL) /* stamped before the slow walk may change a rule */
+        memo_take(m, ip, sp, fast, slots, nfast);
+    if (have_fast && !check)
+        return keep_outside(fast, nfast, pc);
+    uint32_t changed = atomic_load_explicit(&rules_changed, memory_order_relaxed);
+    struct slow_walk w = {.n = 0};
+    uw_backtrace(slow_frame, &w);
+    /* libgcc gives each frame's stack pointer at its return address as
+     * "CFA" (the CFA of the frame it returns from): frame j's constant is
+     * frame j + 1's less its own.  Frame 0 is this function's own; the
+     * stack starts at the frame that returns to ip at sp: frame 1 when
+     * capture came here by a tail call (-O2), else 2, past capture's. */
+    unsigned first = w.n > 2 && !(w.ip[1] == ip && w.cfa[1] == sp) ? 2 : 1;
+    HK_ASSERT(w.n <= first || (w.ip[first] == ip && w.cfa[first] == sp));
+    for (unsigned j = first; j + 1 < w.n; j++)
+        if (w.ip[j] != 0)
+            learn(w.ip[j], w.cfa[j + 1] - w.cfa[j], false);
+    if (!w.cut && w.n > first) {
+        if (w.ip[w.n - 1] != 0)
+            learn(w.ip[w.n - 1], 0, true);
+        t->stack_top = w.cfa[w.n - 1];
+    }
+    HK_ASSERT(!have_fast || explained(fast, nfast, &w, first));
+    if (check)
+        t->until_check = t->check_gap = next_check_gap(
+            t->check_gap, changed != atomic_load_explicit(&rules_changed, memory_order_relaxed));
+    return keep_outside(w.ip + first, w.n > first ? w.n - first : 0, pc);
+}
+
 /* The stack into pc, its depth; with m: *site is m's site when the stack
  * is m's (then pc is left alone and 0 returned, but in the debug build),
  * else 0, and m is taken from this stack when the fast walk took it. */
@@ -516,8 +569,6 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_
     uintptr_t ip = (uintptr_t)__builtin_return_address(0);
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0) + 16;
     struct prof_tls *t = &prof;
-    uintptr_t fast[DEPTH + 16], slots[DEPTH + 16];
-    unsigned nfast = 0;
     /* A thread's first capture: glibc puts a thread's descriptor (what
      * pthread_self() returns) at the top of the mapping its stack and TLS
      * come in, so up to it every word above sp is readable, and the rules
@@ -542,30 +593,7 @@ static HK_NOINLINE unsigned capture(uintptr_t *pc, struct stack_memo *m, uint32_
         if (!check)
             return 0;
     }
-    bool have_fast = t->stack_top != 0 && fast_walk(ip, sp, t->stack_top, fast, slots, &nfast);
-    if (have_fast && m != NULL) /* stamped before the slow walk may change a rule */
-        memo_take(m, ip, sp, fast, slots, nfast);
-    if (have_fast && !check)
-        return keep_outside(fast, nfast, pc);
-    uint32_t changed = atomic_load_explicit(&rules_changed, memory_order_relaxed);
-    struct slow_walk w = {.n = 0};
-    uw_backtrace(slow_frame, &w);
-    /* Frame 0 is this function's own.  libgcc gives each frame's stack
-     * pointer at its return address as "CFA" (the CFA of the frame it
-     * returns from): frame j's constant is frame j + 1's less its own. */
-    for (unsigned j = 1; j + 1 < w.n; j++)
-        if (w.ip[j] != 0)
-            learn(w.ip[j], w.cfa[j + 1] - w.cfa[j], false);
-    if (!w.cut && w.n > 1) {
-        if (w.ip[w.n - 1] != 0)
-            learn(w.ip[w.n - 1], 0, true);
-        t->stack_top = w.cfa[w.n - 1];
-    }
-    HK_ASSERT(!have_fast || explained(fast, nfast, &w));
-    if (check)
-        t->until_check = t->check_gap = next_check_gap(
-            t->check_gap, changed != atomic_load_explicit(&rules_changed, memory_order_relaxed));
-    return keep_outside(w.ip + 1, w.n > 0 ? w.n - 1 : 0, pc);
+    return capture_walk(ip, sp, check, pc, m);
 }
 
 /* The slow way's functions, from the libgcc_s that glibc's backtrace loaded
