@@ -173,9 +173,9 @@ HK_NOINLINE void *hk_bitmap_take_new(struct hk_heap *h, struct hk_page *pg, unsi
  * counts the ticks itself). */
 HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i)
 {
-    void *block = pg->blocks + (size_t)i * pg->block_size;
     if (HK_UNLIKELY(hk_heap_sampling))
-        return hk_heap_sample_bitmap(h, pg, block);
+        return hk_heap_sample_bitmap(h, pg, i);
+    void *block = pg->blocks + (size_t)i * pg->block_size;
     hk_bitmap_tick(h);
     return block;
 }

@@ -1044,13 +1044,13 @@ void *hk_heap_sample_stashed(unsigned cls)
     return sampled_block(hk_classes[cls].block_size, cls, what);
 }
 
-/* A medium or large block was just taken and the heap's trim budget ran
- * out, which while sampling ends at the next trim tick or point, whichever
- * comes first (at every block while guarding): the blocks before this one
- * hold no point.  At a point the block goes back, its take undone (pg is
- * the class's current page: its bit and `used` are all a free would
- * change), and a sampled block serves instead. */
-void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
+/* Block i of pg, a medium or large one, was just taken and the heap's
+ * trim budget ran out, which while sampling ends at the next trim tick or
+ * point, whichever comes first (at every block while guarding): the blocks
+ * before this one hold no point.  At a point the block goes back, its take
+ * undone (pg is the class's current page: its bit and `used` are all a
+ * free would change), and a sampled block serves instead. */
+void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i)
 {
     prof_state();
     uint64_t size = pg->block_size;
@@ -1067,8 +1067,7 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block)
     hk_sample_arm(h);
     void *p;
     if (what == 0 || (p = sampled_block(size, pg->cls, what)) == NULL)
-        return block;
-    unsigned i = (unsigned)((((uintptr_t)block - (uintptr_t)pg->blocks) * pg->div_magic) >> 32);
+        return pg->blocks + (size_t)i * size;
     uint64_t *word = &pg->free_map[i / 64], bit = (uint64_t)1 << (i % 64);
     HK_ASSERT(!(*word & bit));
     hk_count(&h->returned[pg->cls], 1);

@@ -1151,7 +1151,7 @@ void hk_heap_profile_start(void); /* once, from the constructor */
  * the TLS list gets those before it; the first block, or the sampled one. */
 void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls, void *list,
                             unsigned n);
-void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, void *block);
+void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i);
 /* A huge allocation: its kinds of sample (HK_SAMPLE_*), and its site + 1
  * when profiled (else 0). */
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site);
