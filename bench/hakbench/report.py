@@ -106,10 +106,10 @@ def _geomean(xs):
 
 
 def variant_rows(results, allocs, variant):
-    """A variant of hakmem's (the hardened build, the heap profiler on):
-    its time per op against hakmem's and each other allocator's, per
-    workload, and their geometric means: the yardsticks of issues 13 and
-    14.  Each figure is the median of the ratios of the runs of one round
+    """hakmem, or a variant of hakmem's (the hardened build, the heap
+    profiler on): its time per op against each other allocator's, per
+    workload, and their geometric means: the yardsticks of issues 12, 13
+    and 14.  Each figure is the median of the ratios of the runs of one round
     (the variant's run and the other's, close in time), with the middle
     half of those ratios: the host's speed drifts from minute to minute,
     by up to 3x on the rows that pass blocks between CPUs, and a ratio of
@@ -143,6 +143,7 @@ def variant_rows(results, allocs, variant):
 
 
 VARIANTS = [
+    ("hakmem", "hakmem against each allocator, round by round", "hakmem"),
     ("hakmem-secure", "The hardened build's cost", "the hardened build"),
     ("hakmem-heapprof", "The heap profiler's cost",
      "hakmem with HAKMEM_HEAP_PROFILE set (default rate)"),
