@@ -156,7 +156,7 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
         if (HK_UNLIKELY((++mine->foreign_frees & (HK_LISTS_LOOK - 1)) == 0))
             hk_lists_consider(mine);
         /* A small block of a line or more goes on the list, whose push
-         * decides at the cap and while sampling (hk_list_full). */
+         * decides at the cap and while sampling (hk_list_push). */
         if (HK_LIKELY(home.cls >= HK_LINE_CLASS && hk_classes[home.cls].keep_cap != 0)) {
             hk_foreign_keep(mine, home.cls, p);
             return;

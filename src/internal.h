@@ -863,7 +863,8 @@ void hk_remote_fork_unlock(bool child);
 
 /* p, a small block of class cls (a cache line or more) of another heap
  * than h, the calling thread's, goes on the TLS list for this thread's
- * mallocs; a full list, or any while sampling, goes to hk_list_full. */
+ * mallocs (hk_list_push: a full list goes to hk_list_full, and while
+ * sampling the push is counted). */
 static inline void hk_foreign_keep(struct hk_heap *h, unsigned cls, void *p)
 {
     hk_count(&h->supplied[cls], 1);

@@ -119,7 +119,8 @@ static uint32_t region_keep(const struct hk_heap *h, const struct hk_arena *a, u
     return UINT32_MAX;
 }
 
-/* How long h's free pages wait in a purge of `mode`.  Where no owner
+/* How long h's free pages wait in a purge of `mode` (HK_PURGE_ALL takes
+ * them now, and sets the next purge by this).  Where no owner
  * decides (the purger, an abandoned heap), at most PURGER_DELAY_FACTOR
  * times the configured delay, however far the heap's own delay grew: the
  * program has threads, whose demand moves from heap to heap, and a heap
@@ -132,10 +133,9 @@ static uint32_t region_keep(const struct hk_heap *h, const struct hk_arena *a, u
 
 static uint64_t purge_wait(const struct hk_heap *h, enum hk_purge_mode mode)
 {
-    if (mode == HK_PURGE_ALL)
-        return 0;
     uint64_t most = hk_config.purge_delay_ms * PURGER_DELAY_FACTOR;
-    return mode != HK_PURGE_OWNER && h->purge_delay > most ? most : h->purge_delay;
+    bool no_owner = mode == HK_PURGE_DUE || mode == HK_PURGE_ABANDONED;
+    return no_owner && h->purge_delay > most ? most : h->purge_delay;
 }
 
 /* Purge heap h's free pages retired at least its purge delay ago, all of
@@ -151,7 +151,7 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
         return 0;
     uint64_t now = hk_clock_ms();
     calm_down(h, now);
-    uint64_t delay = purge_wait(h, mode);
+    uint64_t waits = purge_wait(h, mode), delay = mode == HK_PURGE_ALL ? 0 : waits;
     uint64_t cutoff = now >= delay ? now - delay : 0;
     uint64_t next = 0;
     size_t purged = 0;
@@ -159,7 +159,7 @@ size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait)
         for (unsigned kind = 0; kind < HK_NKINDS; kind++) {
             purged += hk_region_purge(h, a, kind, cutoff, region_keep(h, a, kind, mode));
             struct hk_page *oldest = a->region[kind].dirty_tail;
-            uint64_t due = oldest != NULL ? oldest->freed_at + purge_wait(h, mode) : 0;
+            uint64_t due = oldest != NULL ? oldest->freed_at + waits : 0;
             if (due != 0 && (next == 0 || due < next))
                 next = due;
         }
