@@ -953,6 +953,21 @@ static void give_back(struct hk_heap *h, struct hk_page *pg, void *list, unsigne
     hk_count(&h->returned[pg->cls], n);
 }
 
+/* The kinds of point pending for class cls (HK_SAMPLE_* bits), no longer
+ * pending: its refill serves them now. */
+static unsigned take_pending(unsigned cls)
+{
+    uint64_t bit = (uint64_t)1 << cls;
+    unsigned kinds = 0;
+    for (unsigned k = 0; k < KINDS; k++) {
+        if (hk_tls.sample.pending[k] & bit) {
+            hk_tls.sample.pending[k] &= ~bit;
+            kinds |= 1u << k;
+        }
+    }
+    return kinds;
+}
+
 /* A small refill while sampling (refill_sampled, page.c): the TLS list
  * gets the blocks that end before the next sample point; the malloc at the
  * point is sampled. */
@@ -964,13 +979,7 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
     unsigned keep = n - 1; /* blocks for the TLS list, after the one returned */
     small_tick(h, (uint64_t)n * size);
     if (!pass_refill(h, n, size, cls) && !t->busy) {
-        unsigned pending = 0;
-        for (unsigned k = 0; k < KINDS; k++) {
-            if (hk_tls.sample.pending[k] & bit) {
-                hk_tls.sample.pending[k] &= ~bit;
-                pending |= 1u << k;
-            }
-        }
+        unsigned pending = take_pending(cls);
         unsigned what = pending | count_block(t, size, ~pending);
         hk_sample_arm(h);
         if (what != 0) {
@@ -1031,14 +1040,7 @@ bool hk_sample_pass_pushed_slow(struct hk_heap *h, unsigned cls)
 void *hk_heap_sample_stashed(unsigned cls)
 {
     struct prof_tls *t = prof_state();
-    uint64_t bit = (uint64_t)1 << cls;
-    unsigned what = 0;
-    for (unsigned k = 0; k < KINDS; k++) {
-        if (hk_tls.sample.pending[k] & bit) {
-            hk_tls.sample.pending[k] &= ~bit;
-            what |= 1u << k;
-        }
-    }
+    unsigned what = take_pending(cls);
     if (what == 0 || t->busy)
         return NULL;
     return sampled_block(hk_classes[cls].block_size, cls, what);
