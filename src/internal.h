@@ -499,7 +499,8 @@ struct hk_tls {
     uint8_t class_of[HK_FAST_INDEXES];
     /* Blocks of other heaps this thread freed, not yet sent (remote.c). */
     struct hk_remote_batch remote[HK_REMOTE_OWNERS]; /* most recently used first */
-    /* Messages this thread drained, kept for its own sends (remote.c). */
+    /* Messages this thread drained, or took from the pool ahead, for its
+     * own sends (remote.c). */
     struct hk_remote_msg *msg_stash;
     uint32_t msg_stash_n;
     /* A switched thread's small frees through its lists (low 32 bits) and

@@ -29,10 +29,10 @@
  * the pointer in the arena's class map), so the owner's cache lines stay
  * with the owner.
  */
-#include <pthread.h>
 #include <string.h>
 
 #include "internal.h"
+#include "lock.h"
 #include "stats.h"
 
 /* Blocks collected per owner before one exchange sends them: a message's
@@ -45,102 +45,150 @@
  * batches too (xthread-90: +0.6 MiB at 512). */
 #define REMOTE_BATCH HK_REMOTE_MSG_BLOCKS
 
-/* The messages no one uses, under a lock: a sender takes one for every 62
- * blocks, an owner gives back all it drained at once.  They come from the
- * OS 64 KiB at a time, handed out in turn (so that only those used are
- * touched), and stay.  At most 64 a live thread (at least 256) are out at
- * once: an owner that does not drain (a thread waiting on others that free
- * what it allocated) would otherwise hold 8 bytes of messages for every
- * block sent to it (2 MiB more on working-set, whose worker frees the
- * 256 K blocks the main thread made); past the limit a block is sent as
- * itself, linked through its first words, which costs no memory.  The
- * limit grows with the threads because each holds messages in flight (its
- * stash, its batches, those waiting for their owner's next refill): with a
- * fixed 256, 16 threads freeing each other's blocks (bench xthread) were
- * always at it.  A sender at the limit is refused without the lock: every
- * remote free of such a thread asks again, and on 16 cores the lock they
- * all took made xthread 4-7 times slower than every peer. */
+/* The messages no one uses: a sender takes them, an owner gives back all
+ * it drained at once.  They come from the OS 64 KiB at a time, handed out
+ * in turn (so that only those used are touched), and stay.  At most 64 a
+ * live thread (at least 256) are out at once: an owner that does not drain
+ * (a thread waiting on others that free what it allocated) would otherwise
+ * hold 8 bytes of messages for every block sent to it (2 MiB more on
+ * working-set, whose worker frees the 256 K blocks the main thread made);
+ * past the limit a block is sent as itself, linked through its first
+ * words, which costs no memory.  The limit grows with the threads because
+ * each holds messages in flight (its stash, its batches, those waiting for
+ * their owner's next refill): with a fixed 256, 16 threads freeing each
+ * other's blocks (bench xthread) were always at it.  A sender at the limit
+ * is refused without the lock: every remote free of such a thread asks
+ * again, and on 16 cores the lock they all took made xthread 4-7 times
+ * slower than every peer.
+ *
+ * A thread takes them MSG_TAKE at a time, and keeps up to MSG_STASH of
+ * those it drained for its own sends: a thread freeing blocks of many
+ * owners sends a message for every few blocks (its batches hold four
+ * owners), and taking them one at a time under the lock, 16 such threads
+ * on 16 cores spent 11-17 s in the kernel's futex calls for 1-2 s of run
+ * (xstress, xthread, prodcons).  The pool is a stack of chains of up to
+ * MSG_TAKE messages (linked by next; the chains through their first
+ * message's blocks[0], which holds the chain's last message in blocks[1]
+ * and its length in count), so that
+ * the lock is held for a few stores whatever the number moved: walking
+ * messages under it would wait for each one's line, last written on the
+ * core that drained it. */
 #define MSG_CHUNK ((size_t)64 << 10)
 #define MSG_LIMIT_MIN 256   /* 128 KiB of messages */
 #define MSG_PER_THREAD 64   /* 32 KiB a thread */
-static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct hk_remote_msg *msg_pool;
+#define MSG_TAKE 16
+#define MSG_STASH 32
+static struct hk_lock msg_lock = HK_LOCK_INIT;
+static struct hk_remote_msg *msg_pool; /* the first chain */
 static struct hk_remote_msg *msg_fresh, *msg_fresh_end; /* the chunk's untouched part */
-static _Atomic unsigned msgs_out; /* changed under msg_lock */
+static _Atomic unsigned msgs_out; /* taken or stashed, not in the pool */
 
-static bool msgs_at_limit(void)
+#define CHAIN_NEXT(m) ((struct hk_remote_msg *)(m)->blocks[0])
+#define CHAIN_LAST(m) ((struct hk_remote_msg *)(m)->blocks[1])
+
+/* A chain of messages onto the thread's stash, n of them; false when none
+ * could be had. */
+static bool stash_fill(struct hk_tls *t)
 {
     unsigned limit = MSG_PER_THREAD * hk_heap_threads_live();
     if (limit < MSG_LIMIT_MIN)
         limit = MSG_LIMIT_MIN;
-    return atomic_load_explicit(&msgs_out, memory_order_relaxed) >= limit;
-}
-
-/* Messages a thread keeps of those it drained, for its own sends: two
- * threads that free each other's blocks then pass messages back and forth
- * without the pool's lock (xstress: the lock and the flushes were 5% of
- * the time).  They count as out. */
-#define MSG_STASH 8
-
-static struct hk_remote_msg *msg_take(void)
-{
-    struct hk_tls *t = &hk_tls;
-    struct hk_remote_msg *m = t->msg_stash;
-    if (m != NULL) {
-        t->msg_stash = m->next;
-        t->msg_stash_n--;
-        m->count = 0;
-        return m;
-    }
-    if (msgs_at_limit())
-        return NULL; /* the block goes as itself */
-    pthread_mutex_lock(&msg_lock);
-    if (msgs_at_limit()) {
-        /* none: the block goes as itself */
-    } else if (msg_pool != NULL) {
-        m = msg_pool;
-        msg_pool = m->next;
+    if (atomic_load_explicit(&msgs_out, memory_order_relaxed) >= limit)
+        return false;
+    struct hk_remote_msg *chain = NULL;
+    unsigned n = 0;
+    hk_lock(&msg_lock);
+    if (msg_pool != NULL) {
+        chain = msg_pool;
+        msg_pool = CHAIN_NEXT(chain);
+        n = chain->count;
     } else {
         if (msg_fresh == msg_fresh_end && (msg_fresh = hk_os_map(MSG_CHUNK)) != NULL) {
             hk_stat_add(&hk_os_stats.reserved_bytes, MSG_CHUNK);
             hk_stat_add(&hk_os_stats.committed_bytes, MSG_CHUNK);
             msg_fresh_end = msg_fresh + MSG_CHUNK / sizeof *msg_fresh;
         }
-        if (msg_fresh != NULL)
-            m = msg_fresh++;
-        else
+        if (msg_fresh != NULL) {
+            chain = msg_fresh;
+            n = (unsigned)(msg_fresh_end - msg_fresh) < MSG_TAKE
+                    ? (unsigned)(msg_fresh_end - msg_fresh) : MSG_TAKE;
+            msg_fresh += n;
+        } else {
             msg_fresh_end = NULL;
+        }
     }
-    atomic_fetch_add_explicit(&msgs_out, m != NULL, memory_order_relaxed);
-    pthread_mutex_unlock(&msg_lock);
-    if (m != NULL)
-        m->count = 0;
+    atomic_fetch_add_explicit(&msgs_out, n, memory_order_relaxed);
+    hk_unlock(&msg_lock);
+    if (chain == NULL)
+        return false;
+    struct hk_remote_msg *last;
+    if (chain->count == 0) { /* fresh, side by side */
+        for (unsigned i = 0; i + 1 < n; i++)
+            chain[i].next = &chain[i + 1];
+        last = &chain[n - 1];
+    } else {
+        HK_ASSERT(n <= MSG_TAKE);
+        last = CHAIN_LAST(chain);
+    }
+    last->next = t->msg_stash;
+    t->msg_stash = chain;
+    t->msg_stash_n += n;
+    return true;
+}
+
+static struct hk_remote_msg *msg_take(void)
+{
+    struct hk_tls *t = &hk_tls;
+    if (t->msg_stash == NULL && !stash_fill(t))
+        return NULL; /* the block goes as itself */
+    struct hk_remote_msg *m = t->msg_stash;
+    t->msg_stash = m->next;
+    t->msg_stash_n--;
+    m->count = 0;
     return m;
 }
 
-/* Messages first..last (n of them, linked by next) back to the pool. */
-static void pool_put(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n)
+/* Messages first.. (n of them, linked by next) back to the pool, cut into
+ * chains before the lock is taken. */
+static void pool_put(struct hk_remote_msg *first, unsigned n)
 {
-    pthread_mutex_lock(&msg_lock);
-    last->next = msg_pool;
-    msg_pool = first;
-    atomic_fetch_sub_explicit(&msgs_out, n, memory_order_relaxed);
-    pthread_mutex_unlock(&msg_lock);
+    struct hk_remote_msg *chains = NULL, *last_chain = NULL;
+    while (first != NULL) {
+        struct hk_remote_msg *chain = first, *m = first;
+        unsigned len = 1;
+        for (; len < MSG_TAKE && m->next != NULL && len < n; len++)
+            m = m->next;
+        first = m->next;
+        n -= len;
+        chain->count = len;
+        chain->blocks[0] = chains;
+        chain->blocks[1] = m;
+        if (chains == NULL)
+            last_chain = chain;
+        chains = chain;
+    }
+    hk_lock(&msg_lock);
+    last_chain->blocks[0] = msg_pool;
+    msg_pool = chains;
+    hk_unlock(&msg_lock);
 }
 
 void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n)
 {
     struct hk_tls *t = &hk_tls;
+    last->next = NULL;
     while (first != NULL && t->msg_stash_n < MSG_STASH) {
-        struct hk_remote_msg *next = first == last ? NULL : first->next;
+        struct hk_remote_msg *next = first->next;
         first->next = t->msg_stash;
         t->msg_stash = first;
         t->msg_stash_n++;
         n--;
         first = next;
     }
-    if (first != NULL)
-        pool_put(first, last, n);
+    if (first != NULL) {
+        atomic_fetch_sub_explicit(&msgs_out, n, memory_order_relaxed);
+        pool_put(first, n);
+    }
 }
 
 void hk_remote_stash_release(void)
@@ -148,25 +196,23 @@ void hk_remote_stash_release(void)
     struct hk_tls *t = &hk_tls;
     if (t->msg_stash == NULL)
         return;
-    struct hk_remote_msg *last = t->msg_stash;
-    while (last->next != NULL)
-        last = last->next;
-    pool_put(t->msg_stash, last, t->msg_stash_n);
+    atomic_fetch_sub_explicit(&msgs_out, t->msg_stash_n, memory_order_relaxed);
+    pool_put(t->msg_stash, t->msg_stash_n);
     t->msg_stash = NULL;
     t->msg_stash_n = 0;
 }
 
 void hk_remote_fork_lock(void)
 {
-    pthread_mutex_lock(&msg_lock);
+    hk_lock(&msg_lock);
 }
 
 void hk_remote_fork_unlock(bool child)
 {
     if (child)
-        pthread_mutex_init(&msg_lock, NULL);
+        hk_lock_reset(&msg_lock);
     else
-        pthread_mutex_unlock(&msg_lock);
+        hk_unlock(&msg_lock);
 }
 
 void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_remote_msg *last)
