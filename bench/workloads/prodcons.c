@@ -87,6 +87,12 @@ static void *producer(void *arg)
     return NULL;
 }
 
+static void consume(char *p)
+{
+    CHECK((unsigned char)p[0] < 0x80, "block lost its data");
+    free(p);
+}
+
 static void *consumer(void *arg)
 {
     uint32_t id = (uint32_t)(uintptr_t)arg;
@@ -94,14 +100,15 @@ static void *consumer(void *arg)
     for (;;) {
         char *p = ring_pop(&queue[id]);
         if (p != NULL) {
-            CHECK((unsigned char)p[0] < 0x80, "block lost its data");
-            free(p);
+            consume(p);
         } else if (atomic_load(&producing[id])) {
             sched_yield();
-        } else if (ring_pop(&queue[id]) == NULL) {
-            return NULL; /* empty after the producer stopped: done */
         } else {
-            CHECK(0, "a block arrived after its producer stopped");
+            /* The producer stopped after its last push: what it pushed
+             * since the empty pop above is in the ring. */
+            while ((p = ring_pop(&queue[id])) != NULL)
+                consume(p);
+            return NULL;
         }
     }
 }
