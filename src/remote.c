@@ -69,10 +69,9 @@
  * (xstress, xthread, prodcons).  The pool is a stack of chains of up to
  * MSG_TAKE messages (linked by next; the chains through their first
  * message's blocks[0], which holds the chain's last message in blocks[1]
- * and its length in count), so that
- * the lock is held for a few stores whatever the number moved: walking
- * messages under it would wait for each one's line, last written on the
- * core that drained it. */
+ * and its length in count), so that the lock is held for a few stores
+ * whatever the number moved: walking messages under it would wait for each
+ * one's line, last written on the core that drained it. */
 #define MSG_CHUNK ((size_t)64 << 10)
 #define MSG_LIMIT_MIN 256   /* 128 KiB of messages */
 #define MSG_PER_THREAD 64   /* 32 KiB a thread */
@@ -148,18 +147,18 @@ static struct hk_remote_msg *msg_take(void)
     return m;
 }
 
-/* Messages first.. (n of them, linked by next) back to the pool, cut into
- * chains before the lock is taken. */
-static void pool_put(struct hk_remote_msg *first, unsigned n)
+/* The messages from first on (linked by next, the last's NULL) back to the
+ * pool, cut into chains before the lock is taken.  The caller has counted
+ * them off msgs_out. */
+static void pool_put(struct hk_remote_msg *first)
 {
     struct hk_remote_msg *chains = NULL, *last_chain = NULL;
     while (first != NULL) {
         struct hk_remote_msg *chain = first, *m = first;
         unsigned len = 1;
-        for (; len < MSG_TAKE && m->next != NULL && len < n; len++)
+        for (; len < MSG_TAKE && m->next != NULL; len++)
             m = m->next;
         first = m->next;
-        n -= len;
         chain->count = len;
         chain->blocks[0] = chains;
         chain->blocks[1] = m;
@@ -187,7 +186,7 @@ void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *l
     }
     if (first != NULL) {
         atomic_fetch_sub_explicit(&msgs_out, n, memory_order_relaxed);
-        pool_put(first, n);
+        pool_put(first);
     }
 }
 
@@ -197,7 +196,7 @@ void hk_remote_stash_release(void)
     if (t->msg_stash == NULL)
         return;
     atomic_fetch_sub_explicit(&msgs_out, t->msg_stash_n, memory_order_relaxed);
-    pool_put(t->msg_stash, t->msg_stash_n);
+    pool_put(t->msg_stash);
     t->msg_stash = NULL;
     t->msg_stash_n = 0;
 }
