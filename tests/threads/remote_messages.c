@@ -20,6 +20,12 @@
  *    20 K blocks of 16 B to 4 KiB, a thread without a heap frees them
  *    taking the owners in turn (each free another owner's), and once all
  *    have exited every block is back: as many live as before;
+ *  - messages go round: eight threads, each with a heap, for 30 rounds
+ *    each allocate 2,000 blocks of 16 to 48 B (under a line: all go
+ *    home), write their origin in each, and hand them to the others at
+ *    random; each checks what it received is whole and frees it.  The
+ *    messages that carry the blocks home pass between the threads' kept
+ *    ones and the pool many times; at the end every block is back;
  *  - statistics while blocks travel: three threads call hak_stats_get
  *    without pause while a worker frees 100 K blocks of 32 B of an owner
  *    that waits (so that most go home as themselves) and the owner takes
@@ -98,14 +104,21 @@ static void verify(void)
 	CHECKF(bad == 0, "%zu of %zu blocks do not hold what was written", bad, nblocks);
 }
 
-static uint64_t live_blocks(void)
+/* Blocks live in the classes of up to max_size bytes. */
+static uint64_t live_blocks_upto(size_t max_size)
 {
 	static struct hak_stats s;
 	hak_stats_get(&s);
 	uint64_t live = 0;
 	for (unsigned c = 0; c < HAK_STATS_CLASSES; c++)
-		live += s.classes[c].live;
+		if (s.classes[c].block_size <= max_size)
+			live += s.classes[c].live;
 	return live;
+}
+
+static uint64_t live_blocks(void)
+{
+	return live_blocks_upto(SIZE_MAX);
 }
 
 static void test_idle_owner(int measure)
@@ -210,6 +223,85 @@ static void test_more_owners_than_batches(void)
 	       (unsigned long long)live, (unsigned long long)base);
 }
 
+enum { ROUND_THREADS = 8, ROUNDS = 30, ROUND_BLOCKS = 2000 };
+/* Blocks of 16 to 48 B, counted in their classes alone at the end: glibc's
+ * own blocks come and go with the threads (a new thread's DTV, 320 bytes
+ * here, stays with a stack glibc caches for reuse). */
+#define ROUND_MAX_SIZE 48
+/* handed[from][to]: what thread `from` made this round for thread `to`. */
+static void **handed[ROUND_THREADS][ROUND_THREADS];
+static size_t handed_n[ROUND_THREADS][ROUND_THREADS];
+static pthread_barrier_t round_made, round_freed;
+
+static uint64_t origin(uintptr_t from, unsigned round, size_t i)
+{
+	return (uint64_t)from << 48 | (uint64_t)round << 32 | i;
+}
+
+static void *round_thread(void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+	uint64_t rng = 101 + me;
+	for (unsigned round = 0; round < ROUNDS; round++) {
+		for (unsigned to = 0; to < ROUND_THREADS; to++)
+			handed_n[me][to] = 0;
+		for (size_t i = 0; i < ROUND_BLOCKS; i++) {
+			unsigned to = (unsigned)rng_below(&rng, ROUND_THREADS - 1);
+			to += to >= me; /* another thread */
+			uint64_t *b = t_malloc(16 + 8 * rng_below(&rng, (ROUND_MAX_SIZE - 16) / 8 + 1));
+			if (!CHECK(b != NULL))
+				exit(check_finish());
+			b[0] = origin(me, round, i);
+			b[1] = ~b[0];
+			handed[me][to][handed_n[me][to]++] = b;
+		}
+		pthread_barrier_wait(&round_made);
+		for (unsigned from = 0; from < ROUND_THREADS; from++) {
+			for (size_t i = 0; i < handed_n[from][me]; i++) {
+				uint64_t *b = handed[from][me][i];
+				if (!CHECKF(b[1] == ~b[0] && b[0] >> 48 == from &&
+				            (b[0] >> 32 & 0xffff) == round,
+				            "round %u: a block handed from thread %u to %u was "
+				            "overwritten before its free",
+				            round, from, (unsigned)me))
+					exit(check_finish());
+				t_free(b);
+			}
+		}
+		pthread_barrier_wait(&round_freed);
+	}
+	return NULL;
+}
+
+static void test_messages_go_round(void)
+{
+	int stats = hak_stats_get != NULL;
+	t_collect();
+	uint64_t base = stats ? live_blocks_upto(ROUND_MAX_SIZE) : 0;
+	for (unsigned from = 0; from < ROUND_THREADS; from++)
+		for (unsigned to = 0; to < ROUND_THREADS; to++)
+			handed[from][to] = calloc(ROUND_BLOCKS, sizeof(void *));
+	pthread_barrier_init(&round_made, NULL, ROUND_THREADS);
+	pthread_barrier_init(&round_freed, NULL, ROUND_THREADS);
+	pthread_t t[ROUND_THREADS];
+	for (uintptr_t k = 0; k < ROUND_THREADS; k++)
+		if (!CHECK(pthread_create(&t[k], NULL, round_thread, (void *)k) == 0))
+			exit(check_finish());
+	for (unsigned k = 0; k < ROUND_THREADS; k++)
+		pthread_join(t[k], NULL);
+	for (unsigned from = 0; from < ROUND_THREADS; from++)
+		for (unsigned to = 0; to < ROUND_THREADS; to++)
+			free(handed[from][to]);
+	t_collect();
+	if (!stats) {
+		check_skip("hak_stats_get not present (not running on hakmem)");
+		return;
+	}
+	uint64_t live = live_blocks_upto(ROUND_MAX_SIZE);
+	CHECKF(live <= base, "%llu blocks of up to 48 B live after eight threads passed 480 K among them, "
+	       "%llu before", (unsigned long long)live, (unsigned long long)base);
+}
+
 static atomic_int stats_stop;
 
 static void *stats_loop(void *arg)
@@ -253,5 +345,6 @@ int main(void)
 	test_idle_owner(!(no_rss != NULL && no_rss[0] == '1'));
 	test_every_block_arrives();
 	test_more_owners_than_batches();
+	test_messages_go_round();
 	return check_finish();
 }
