@@ -468,18 +468,13 @@ struct hk_remote_batch {
     uint32_t count;
 };
 
-/* Per-thread state, reached through initial-exec TLS.  `small_key` is
- * the address bits that identify the thread's own small region (arena base
- * >> 31), rotated so that a misaligned pointer never matches; ~0 when the
- * thread has no heap.  `page_key` is what free compares first: small_key
- * while the thread's own small blocks go back to their pages, ~0 once its
- * frees all go to its lists (thread_lists.c). */
-/* A thread's distance to its next sample points (heap_profile.c): left[0] in bytes to the next
- * profiled one, left[1] in blocks to the next guarded one (a kind that is
- * off: INT64_MAX; a new thread's are 0, which sends it to the profiler
- * first); pending[kind], the small classes whose next refill is a point;
- * ticks, the bytes of its medium and large blocks to its next trim tick.
- * The allocator counts down here, inline, where no point is near. */
+/* A thread's distance to its next sample points (heap_profile.c): left[0]
+ * in bytes to the next profiled one, left[1] in blocks to the next guarded
+ * one (a kind that is off: INT64_MAX; a new thread's are 0, which sends it
+ * to the profiler first); pending[kind], the small classes whose next
+ * refill is a point; ticks, the bytes of its medium and large blocks to its
+ * next trim tick.  The allocator counts down here, inline, where no point
+ * is near. */
 struct hk_sample_left {
     int64_t left[2];
     uint64_t pending[2];
@@ -487,6 +482,12 @@ struct hk_sample_left {
     bool every_block; /* guarding: every medium and large block is counted */
 };
 
+/* Per-thread state, reached through initial-exec TLS.  `small_key` is
+ * the address bits that identify the thread's own small region (arena base
+ * >> 31), rotated so that a misaligned pointer never matches; ~0 when the
+ * thread has no heap.  `page_key` is what free compares first: small_key
+ * while the thread's own small blocks go back to their pages, ~0 once its
+ * frees all go to its lists (thread_lists.c). */
 struct hk_tls {
     void *free[HK_NCLASSES]; /* free list of each class (thread_lists.c);
                                 first, so that malloc indexes it with no
@@ -1053,7 +1054,6 @@ void hk_config_print(void); /* the effective options, on stderr */
  * countdown of medium and large pages, huge allocations and frees. */
 enum { HK_SAMPLE_PROFILE = 1, HK_SAMPLE_GUARD = 2 };
 
-
 /* Does class cls's next refill hold a point? */
 static inline bool hk_sample_pending(unsigned cls)
 {
@@ -1131,7 +1131,6 @@ static inline bool hk_sample_pass_pushed(struct hk_heap *h, unsigned cls)
     return hk_sample_budget_take(h, (int64_t)hk_classes[cls].block_size) ||
            hk_sample_pass_pushed_slow(h, cls);
 }
-
 
 /* n blocks of `size` bytes, counted as they entered the TLS list, went
  * back unused.  What the budget counted since it was set is folded first:
