@@ -173,7 +173,7 @@ static inline void drain_block(void *b)
 void hk_heap_drain_delayed(struct hk_heap *h)
 {
     struct hk_remote_msg *m = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
-    struct hk_remote_msg *done = NULL, *done_last = NULL;
+    struct hk_remote_msg *done = NULL; /* NULL-terminated */
     unsigned ndone = 0;
     while (m != NULL) {
         struct hk_remote_msg *next = m->next;
@@ -189,13 +189,11 @@ void hk_heap_drain_delayed(struct hk_heap *h)
             m->next = done;
             done = m;
             ndone++;
-            if (done_last == NULL)
-                done_last = m;
         }
         m = next;
     }
     if (done != NULL)
-        hk_remote_msgs_release(done, done_last, ndone);
+        hk_remote_msgs_release(done, ndone);
 }
 
 /* hak_collect: everything that can go back to the OS, now.  The calling

@@ -856,9 +856,9 @@ void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
 /* Put messages first..last (linked by next) on h's delayed list. */
 void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_remote_msg *last);
-/* Messages first..last (n of them, linked by next), drained, go back to
- * the pool. */
-void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n);
+/* Messages from first on (n of them, linked by next, the last's NULL),
+ * drained, go back to the pool. */
+void hk_remote_msgs_release(struct hk_remote_msg *first, unsigned n);
 void hk_remote_stash_release(void); /* the thread's kept messages, at its exit */
 void hk_remote_fork_lock(void);
 void hk_remote_fork_unlock(bool child);

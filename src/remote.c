@@ -147,10 +147,9 @@ static struct hk_remote_msg *msg_take(void)
     return m;
 }
 
-/* The messages from first on (linked by next, the last's NULL) back to the
- * pool, cut into chains before the lock is taken.  The caller has counted
- * them off msgs_out. */
-static void pool_put(struct hk_remote_msg *first)
+/* The n messages from first on (linked by next, the last's NULL) back to
+ * the pool, cut into chains before the lock is taken. */
+static void pool_put(struct hk_remote_msg *first, unsigned n)
 {
     struct hk_remote_msg *chains = NULL, *last_chain = NULL;
     while (first != NULL) {
@@ -166,16 +165,16 @@ static void pool_put(struct hk_remote_msg *first)
             last_chain = chain;
         chains = chain;
     }
+    atomic_fetch_sub_explicit(&msgs_out, n, memory_order_relaxed);
     hk_lock(&msg_lock);
     last_chain->blocks[0] = msg_pool;
     msg_pool = chains;
     hk_unlock(&msg_lock);
 }
 
-void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *last, unsigned n)
+void hk_remote_msgs_release(struct hk_remote_msg *first, unsigned n)
 {
     struct hk_tls *t = &hk_tls;
-    last->next = NULL;
     while (first != NULL && t->msg_stash_n < MSG_STASH) {
         struct hk_remote_msg *next = first->next;
         first->next = t->msg_stash;
@@ -184,10 +183,8 @@ void hk_remote_msgs_release(struct hk_remote_msg *first, struct hk_remote_msg *l
         n--;
         first = next;
     }
-    if (first != NULL) {
-        atomic_fetch_sub_explicit(&msgs_out, n, memory_order_relaxed);
-        pool_put(first);
-    }
+    if (first != NULL)
+        pool_put(first, n);
 }
 
 void hk_remote_stash_release(void)
@@ -195,8 +192,7 @@ void hk_remote_stash_release(void)
     struct hk_tls *t = &hk_tls;
     if (t->msg_stash == NULL)
         return;
-    atomic_fetch_sub_explicit(&msgs_out, t->msg_stash_n, memory_order_relaxed);
-    pool_put(t->msg_stash);
+    pool_put(t->msg_stash, t->msg_stash_n);
     t->msg_stash = NULL;
     t->msg_stash_n = 0;
 }
