@@ -16,6 +16,7 @@ BENCH_OBJS   := $(patsubst bench/common/%.c,$(BENCH_OUT)/obj/%.o,\
 BENCH_COMMON := $(BENCH_OUT)/libharness.a
 BENCH_HDRS   := $(wildcard bench/common/*.h)
 BENCH_NOOP   := $(BENCH_OUT)/libnoop_malloc.so
+BENCH_PCSAMPLE := $(BENCH_OUT)/libpcsample.so
 
 # Driver options, all optional: QUICK=1 RUNS=N WORKLOADS=a,b ALLOCATORS=x,y
 # THREADS=N (the multi-threaded workloads with N threads, on machines with
@@ -41,7 +42,7 @@ BENCH_PY = HAKBENCH_MAKE_COMMAND='$(strip make $@ $(foreach v,$(BENCH_VARS),$(if
 
 .PHONY: bench bench-build bench-deps bench-lib bench-ipo bench-remote ab soak
 
-bench-build: $(BENCH_BINS) $(BENCH_NOOP)
+bench-build: $(BENCH_BINS) $(BENCH_NOOP) $(BENCH_PCSAMPLE)
 
 $(BENCH_OUT)/obj/%.o: bench/common/%.c $(BENCH_HDRS) bench/bench.mk
 	@mkdir -p $(dir $@)
@@ -60,6 +61,12 @@ $(BENCH_NOOP): bench/noop_malloc.c bench/bench.mk
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g $(BENCH_WARN) -D_GNU_SOURCE -fPIC -shared \
 		-fno-builtin -o $@ $<
+
+# Where a program's threads spend their CPU time, for machines without perf
+# (bench/pcsample.c).
+$(BENCH_PCSAMPLE): bench/pcsample.c bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g $(BENCH_WARN) -D_GNU_SOURCE -fPIC -shared -o $@ $<
 
 bench-deps:
 	@sh scripts/install-bench-deps.sh
