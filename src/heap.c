@@ -132,12 +132,16 @@ void hk_heap_watch_exit(void)
 static void heap_thread_exit(void *arg)
 {
     hk_remote_flush();
-    hk_remote_stash_release();
     struct hk_heap *h = arg;
-    if (h != hk_tls.heap)
+    if (h != hk_tls.heap) {
+        hk_remote_stash_release();
         return;
+    }
     hk_heap_drain_delayed(h);
     hk_heap_flush_tls(h);
+    /* After the drain, which keeps messages for the thread's sends, and
+     * the flush, which sends. */
+    hk_remote_stash_release();
     tls_bind(NULL);
     release_current_pages(h);
     /* Pages still in use (blocks other threads hold) are trimmed only by

@@ -860,6 +860,8 @@ void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_re
  * drained, go back to the pool. */
 void hk_remote_msgs_release(struct hk_remote_msg *first, unsigned n);
 void hk_remote_stash_release(void); /* the thread's kept messages, at its exit */
+/* Messages made so far, and those not in the pool now (statistics). */
+void hk_remote_msg_counts(unsigned *made, unsigned *out);
 void hk_remote_fork_lock(void);
 void hk_remote_fork_unlock(bool child);
 

@@ -81,6 +81,7 @@ static struct hk_lock msg_lock = HK_LOCK_INIT;
 static struct hk_remote_msg *msg_pool; /* the first chain */
 static struct hk_remote_msg *msg_fresh, *msg_fresh_end; /* the chunk's untouched part */
 static _Atomic unsigned msgs_out; /* taken or stashed, not in the pool */
+static unsigned msgs_made; /* carved from the chunks so far */
 
 #define CHAIN_NEXT(m) ((struct hk_remote_msg *)(m)->blocks[0])
 #define CHAIN_LAST(m) ((struct hk_remote_msg *)(m)->blocks[1])
@@ -112,6 +113,7 @@ static bool stash_fill(struct hk_tls *t)
             n = (unsigned)(msg_fresh_end - msg_fresh) < MSG_TAKE
                     ? (unsigned)(msg_fresh_end - msg_fresh) : MSG_TAKE;
             msg_fresh += n;
+            msgs_made += n;
         } else {
             msg_fresh_end = NULL;
         }
@@ -195,6 +197,14 @@ void hk_remote_stash_release(void)
     pool_put(t->msg_stash, t->msg_stash_n);
     t->msg_stash = NULL;
     t->msg_stash_n = 0;
+}
+
+void hk_remote_msg_counts(unsigned *made, unsigned *out)
+{
+    hk_lock(&msg_lock);
+    *made = msgs_made;
+    *out = atomic_load_explicit(&msgs_out, memory_order_relaxed);
+    hk_unlock(&msg_lock);
 }
 
 void hk_remote_fork_lock(void)

@@ -220,6 +220,9 @@ static void print_table(struct out *o, const struct hak_stats *s)
     say(o, "resident %.2f MiB, peak %.2f MiB; purged %.2f MiB; %llu system calls\n",
         MIB(s->resident_bytes), MIB(s->peak_resident_bytes), MIB(s->purged_bytes),
         (unsigned long long)s->syscalls);
+    unsigned made, out;
+    hk_remote_msg_counts(&made, &out);
+    say(o, "remote-free messages: %u made, %u out of the pool\n", made, out);
 }
 
 static void print_json(struct out *o, const struct hak_stats *s)
@@ -246,7 +249,9 @@ static void print_json(struct out *o, const struct hak_stats *s)
             (unsigned long long)cs->pages, (unsigned long long)cs->refills);
         sep = ",";
     }
-    say(o, "]}\n");
+    unsigned made, out;
+    hk_remote_msg_counts(&made, &out);
+    say(o, "],\"remote_messages\":{\"made\":%u,\"out\":%u}}\n", made, out);
 }
 
 HK_API void hak_stats_print(int fd, bool json)

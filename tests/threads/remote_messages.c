@@ -31,7 +31,11 @@
  *    that waits (so that most go home as themselves) and the owner takes
  *    them back and writes over them, eight times; no call may crash (they
  *    read the blocks on their way home in place, which their owner may
- *    already have handed out again).
+ *    already have handed out again);
+ *  - owners that exit: forty times a thread makes 8,000 blocks of 32 B,
+ *    the main thread frees them and the owner exits, draining them as it
+ *    goes; then the messages out of the pool must be no more than the main
+ *    thread keeps (read from hak_stats_print's JSON).
  *
  * TEST_NO_RSS=1 skips the resident-memory bounds (sanitizer runs); the
  * counts need hakmem's statistics.
@@ -41,6 +45,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "check.h"
@@ -49,6 +54,7 @@
 #include "rss.h"
 
 #pragma weak hak_stats_get
+#pragma weak hak_stats_print
 
 enum { IDLE_BLOCKS = 400000, MIX_BLOCKS = 200000 };
 
@@ -302,6 +308,70 @@ static void test_messages_go_round(void)
 	       "%llu before", (unsigned long long)live, (unsigned long long)base);
 }
 
+/* The messages not in the pool, from hak_stats_print's JSON; -1 where it
+ * does not say. */
+static long messages_out(void)
+{
+	int fds[2];
+	if (!CHECK(pipe(fds) == 0))
+		exit(check_finish());
+	hak_stats_print(fds[1], true);
+	close(fds[1]);
+	static char json[1 << 16];
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof json - 1 && (n = read(fds[0], json + len, sizeof json - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fds[0]);
+	json[len] = 0;
+	const char *at = strstr(json, "\"remote_messages\":{\"made\":");
+	at = at != NULL ? strstr(at, "\"out\":") : NULL;
+	return at != NULL ? strtol(at + 6, NULL, 10) : -1;
+}
+
+enum { EXIT_ROUNDS = 40, EXIT_BLOCKS = 8000 };
+static pthread_barrier_t exit_made, exit_freed;
+
+static void *owner_that_exits(void *arg)
+{
+	(void)arg;
+	allocate(EXIT_BLOCKS, 32);
+	pthread_barrier_wait(&exit_made);
+	pthread_barrier_wait(&exit_freed); /* then exit, its blocks on their way */
+	return NULL;
+}
+
+/* Owners exit with their blocks on their way home, forty times: each drains
+ * them at its exit, and the messages that carried them must go back to the
+ * pool, not stay with the thread that is gone (they did, up to the 32 an
+ * exiting thread kept: after 8 such exits the pool was spent for good, and
+ * every remote free after went as its own message). */
+static void test_owners_that_exit(void)
+{
+	if (hak_stats_print == NULL) {
+		check_skip("hak_stats_print not present (not running on hakmem)");
+		return;
+	}
+	pthread_barrier_init(&exit_made, NULL, 2);
+	pthread_barrier_init(&exit_freed, NULL, 2);
+	for (int round = 0; round < EXIT_ROUNDS; round++) {
+		pthread_t t;
+		if (!CHECK(pthread_create(&t, NULL, owner_that_exits, NULL) == 0))
+			exit(check_finish());
+		pthread_barrier_wait(&exit_made);
+		for (size_t i = 0; i < nblocks; i++)
+			t_free(blocks[i]);
+		nblocks = 0;
+		pthread_barrier_wait(&exit_freed);
+		pthread_join(t, NULL);
+	}
+	t_collect();
+	/* What this thread keeps: its stash (32) and a chain taken (16). */
+	long out = messages_out();
+	CHECKF(out >= 0 && out <= 48, "%ld remote-free messages out of the pool after %d owners "
+	       "exited with their blocks on the way home, one thread left", out, EXIT_ROUNDS);
+}
+
 static atomic_int stats_stop;
 
 static void *stats_loop(void *arg)
@@ -346,5 +416,6 @@ int main(void)
 	test_every_block_arrives();
 	test_more_owners_than_batches();
 	test_messages_go_round();
+	test_owners_that_exit();
 	return check_finish();
 }
