@@ -212,12 +212,37 @@ void hk_remote_fork_lock(void)
     hk_lock(&msg_lock);
 }
 
+/* Messages in a list linked by next; blocks sent as themselves are not. */
+static unsigned msgs_in(const struct hk_remote_msg *m)
+{
+    unsigned n = 0;
+    for (; m != NULL; m = m->next)
+        n += m->count != 0;
+    return n;
+}
+
+/* In a fork child, the messages the other threads kept or were filling are
+ * gone with them: out of the pool are only those this thread holds and
+ * those on their way to a heap. */
+static void recount_out_in_child(void)
+{
+    struct hk_tls *t = &hk_tls;
+    unsigned out = t->msg_stash_n;
+    for (unsigned i = 0; i < HK_REMOTE_OWNERS; i++)
+        out += msgs_in(t->remote[i].msg);
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next)
+        out += msgs_in(atomic_load_explicit(&h->delayed, memory_order_relaxed));
+    atomic_store_explicit(&msgs_out, out, memory_order_relaxed);
+}
+
 void hk_remote_fork_unlock(bool child)
 {
-    if (child)
+    if (child) {
         hk_lock_reset(&msg_lock);
-    else
+        recount_out_in_child();
+    } else {
         hk_unlock(&msg_lock);
+    }
 }
 
 void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_remote_msg *last)

@@ -35,7 +35,11 @@
  *  - owners that exit: forty times a thread makes 8,000 blocks of 32 B,
  *    the main thread frees them and the owner exits, draining them as it
  *    goes; then the messages out of the pool must be no more than the main
- *    thread keeps (read from hak_stats_print's JSON).
+ *    thread keeps (read from hak_stats_print's JSON);
+ *  - a fork child's count: four owners keep the messages that brought
+ *    their 1,800 blocks home and are alive when the main thread forks; the
+ *    child, where they are gone, must count no more out than the main
+ *    thread holds.
  *
  * TEST_NO_RSS=1 skips the resident-memory bounds (sanitizer runs); the
  * counts need hakmem's statistics.
@@ -45,6 +49,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -372,6 +377,70 @@ static void test_owners_that_exit(void)
 	       "exited with their blocks on the way home, one thread left", out, EXIT_ROUNDS);
 }
 
+enum { FORK_OWNERS = 4, FORK_BLOCKS = 1800 };
+static void *fork_owned[FORK_OWNERS][FORK_BLOCKS];
+static pthread_barrier_t fork_made, fork_freed, fork_drained, fork_done;
+
+static void *owner_at_fork(void *arg)
+{
+	void **mine = fork_owned[(uintptr_t)arg];
+	for (size_t i = 0; i < FORK_BLOCKS; i++)
+		if (!CHECK((mine[i] = t_malloc(32)) != NULL))
+			exit(check_finish());
+	pthread_barrier_wait(&fork_made);
+	pthread_barrier_wait(&fork_freed);
+	/* Refills take the blocks home, and the thread keeps the messages. */
+	for (size_t i = 0; i < FORK_BLOCKS; i++)
+		mine[i] = t_malloc(32);
+	pthread_barrier_wait(&fork_drained);
+	pthread_barrier_wait(&fork_done); /* alive while the main thread forks */
+	for (size_t i = 0; i < FORK_BLOCKS; i++)
+		t_free(mine[i]);
+	return NULL;
+}
+
+/* Four owners keep the messages that brought their blocks home (under 32
+ * each, so all kept) and are alive when the main thread forks: in the
+ * child, which has only the main thread, those messages are gone, and the
+ * count of messages out of the pool must say so (it did not: a child of a
+ * program with many threads could find the pool spent). */
+static void test_fork_child_count(void)
+{
+	if (hak_stats_print == NULL) {
+		check_skip("hak_stats_print not present (not running on hakmem)");
+		return;
+	}
+	pthread_barrier_init(&fork_made, NULL, FORK_OWNERS + 1);
+	pthread_barrier_init(&fork_freed, NULL, FORK_OWNERS + 1);
+	pthread_barrier_init(&fork_drained, NULL, FORK_OWNERS + 1);
+	pthread_barrier_init(&fork_done, NULL, FORK_OWNERS + 1);
+	pthread_t t[FORK_OWNERS];
+	for (uintptr_t k = 0; k < FORK_OWNERS; k++)
+		if (!CHECK(pthread_create(&t[k], NULL, owner_at_fork, (void *)k) == 0))
+			exit(check_finish());
+	pthread_barrier_wait(&fork_made);
+	for (size_t i = 0; i < FORK_BLOCKS; i++)
+		for (unsigned k = 0; k < FORK_OWNERS; k++)
+			t_free(fork_owned[k][i]);
+	t_collect(); /* sends what the batches hold */
+	pthread_barrier_wait(&fork_freed);
+	pthread_barrier_wait(&fork_drained);
+	long parent = messages_out();
+	pid_t pid = fork();
+	if (pid == 0) {
+		long out = messages_out();
+		_exit(out >= 0 && out <= 48 ? 0 : 1);
+	}
+	int status = 0;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "a fork child counts messages out of the pool that its parent's other threads "
+	       "kept (%ld out in the parent)", parent);
+	pthread_barrier_wait(&fork_done);
+	for (unsigned k = 0; k < FORK_OWNERS; k++)
+		pthread_join(t[k], NULL);
+}
+
 static atomic_int stats_stop;
 
 static void *stats_loop(void *arg)
@@ -417,5 +486,6 @@ int main(void)
 	test_more_owners_than_batches();
 	test_messages_go_round();
 	test_owners_that_exit();
+	test_fork_child_count();
 	return check_finish();
 }
