@@ -134,14 +134,14 @@ static void heap_thread_exit(void *arg)
     hk_remote_flush();
     struct hk_heap *h = arg;
     if (h != hk_tls.heap) {
-        hk_remote_stash_release();
+        hk_remote_stash_release(NULL);
         return;
     }
     hk_heap_drain_delayed(h);
     hk_heap_flush_tls(h);
     /* After the drain, which keeps messages for the thread's sends, and
      * the flush, which sends. */
-    hk_remote_stash_release();
+    hk_remote_stash_release(h);
     tls_bind(NULL);
     release_current_pages(h);
     /* Pages still in use (blocks other threads hold) are trimmed only by
@@ -197,7 +197,7 @@ void hk_heap_drain_delayed(struct hk_heap *h)
         m = next;
     }
     if (done != NULL)
-        hk_remote_msgs_release(done, ndone);
+        hk_remote_msgs_release(h == hk_tls.heap ? h : NULL, done, ndone);
 }
 
 /* hak_collect: everything that can go back to the OS, now.  The calling

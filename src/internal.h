@@ -410,6 +410,7 @@ struct hk_heap {
     struct hk_page *queue[HK_NCLASSES];   /* pages with free blocks */
     struct hk_page *retired_current[HK_NCLASSES]; /* last retired on emptying */
     _Atomic(struct hk_remote_msg *) delayed; /* blocks other threads freed (remote.c) */
+    _Atomic(struct hk_remote_msg *) msgs_back; /* drained messages for its senders (remote.c) */
     struct hk_arena *arenas;  /* first arena holds this heap */
     struct hk_heap *next;     /* registry of all heaps */
     struct hk_heap *next_abandoned;
@@ -419,6 +420,7 @@ struct hk_heap {
     uint64_t refills[HK_NCLASSES];
     uint32_t refills_since_send; /* slow refills, counted for hk_refill_begin's sends */
     bool abandoned;
+    uint16_t msgs_parked; /* parked in msgs_back since it was last seen empty (remote.c) */
     pthread_mutex_t pool_lock; /* guards the arenas' free pages and the purge state */
     _Atomic uint64_t purge_at; /* next purge due (0: nothing to purge) */
     uint64_t purge_delay;      /* the heap's current purge delay (arena.c) */
@@ -856,10 +858,13 @@ void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
 /* Put messages first..last (linked by next) on h's delayed list. */
 void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_remote_msg *last);
-/* Messages from first on (n of them, linked by next, the last's NULL),
- * drained, go back to the pool. */
-void hk_remote_msgs_release(struct hk_remote_msg *first, unsigned n);
-void hk_remote_stash_release(void); /* the thread's kept messages, at its exit */
+/* Messages an owner drained, n of them linked by next: kept for the
+ * thread's sends, parked in park (the owner's heap, or NULL) for its
+ * senders, the rest to the pool. */
+void hk_remote_msgs_release(struct hk_heap *park, struct hk_remote_msg *first, unsigned n);
+/* The messages the thread keeps, and those parked in its heap h (or NULL),
+ * back to the pool, at its exit. */
+void hk_remote_stash_release(struct hk_heap *h);
 /* Messages made so far, and those not in the pool now (statistics). */
 void hk_remote_msg_counts(unsigned *made, unsigned *out);
 void hk_remote_fork_lock(void);

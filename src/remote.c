@@ -77,6 +77,7 @@
 #define MSG_PER_THREAD 64   /* 32 KiB a thread */
 #define MSG_TAKE 16
 #define MSG_STASH 32
+#define MSG_PARK 32
 static struct hk_lock msg_lock = HK_LOCK_INIT;
 static struct hk_remote_msg *msg_pool; /* the first chain */
 static struct hk_remote_msg *msg_fresh, *msg_fresh_end; /* the chunk's untouched part */
@@ -137,10 +138,30 @@ static bool stash_fill(struct hk_tls *t)
     return true;
 }
 
-static struct hk_remote_msg *msg_take(void)
+/* The chains the owner parked for its senders, onto the thread's stash;
+ * false when there were none. */
+static bool stash_from_owner(struct hk_tls *t, struct hk_heap *owner)
+{
+    if (atomic_load_explicit(&owner->msgs_back, memory_order_relaxed) == NULL)
+        return false;
+    struct hk_remote_msg *chain =
+        atomic_exchange_explicit(&owner->msgs_back, NULL, memory_order_acquire);
+    if (chain == NULL)
+        return false;
+    while (chain != NULL) {
+        struct hk_remote_msg *next = CHAIN_NEXT(chain);
+        CHAIN_LAST(chain)->next = t->msg_stash;
+        t->msg_stash = chain;
+        t->msg_stash_n += chain->count;
+        chain = next;
+    }
+    return true;
+}
+
+static struct hk_remote_msg *msg_take(struct hk_heap *owner)
 {
     struct hk_tls *t = &hk_tls;
-    if (t->msg_stash == NULL && !stash_fill(t))
+    if (t->msg_stash == NULL && !stash_from_owner(t, owner) && !stash_fill(t))
         return NULL; /* the block goes as itself */
     struct hk_remote_msg *m = t->msg_stash;
     t->msg_stash = m->next;
@@ -149,20 +170,29 @@ static struct hk_remote_msg *msg_take(void)
     return m;
 }
 
+/* Up to MSG_TAKE messages from *first on, made a chain (its last's next
+ * left as it was); *first moves past them.  Returns the chain's length. */
+static unsigned chain_cut(struct hk_remote_msg **first)
+{
+    struct hk_remote_msg *chain = *first, *m = chain;
+    unsigned len = 1;
+    for (; len < MSG_TAKE && m->next != NULL; len++)
+        m = m->next;
+    *first = m->next;
+    chain->count = len;
+    chain->blocks[1] = m;
+    return len;
+}
+
 /* The n messages from first on (linked by next, the last's NULL) back to
  * the pool, cut into chains before the lock is taken. */
 static void pool_put(struct hk_remote_msg *first, unsigned n)
 {
     struct hk_remote_msg *chains = NULL, *last_chain = NULL;
     while (first != NULL) {
-        struct hk_remote_msg *chain = first, *m = first;
-        unsigned len = 1;
-        for (; len < MSG_TAKE && m->next != NULL; len++)
-            m = m->next;
-        first = m->next;
-        chain->count = len;
+        struct hk_remote_msg *chain = first;
+        chain_cut(&first);
         chain->blocks[0] = chains;
-        chain->blocks[1] = m;
         if (chains == NULL)
             last_chain = chain;
         chains = chain;
@@ -174,7 +204,36 @@ static void pool_put(struct hk_remote_msg *first, unsigned n)
     hk_unlock(&msg_lock);
 }
 
-void hk_remote_msgs_release(struct hk_remote_msg *first, unsigned n)
+/* Chains of up to MSG_PARK messages from *first on onto the owner's stack
+ * for its senders; *first and *n move past them.  Only the owner parks and
+ * its senders only take all there is, so that the owner knows how many
+ * may still be there: as many as it parked since it last saw none. */
+static void park_for_senders(struct hk_heap *h, struct hk_remote_msg **first, unsigned *n)
+{
+    struct hk_remote_msg *old = atomic_load_explicit(&h->msgs_back, memory_order_relaxed);
+    if (old == NULL)
+        h->msgs_parked = 0;
+    struct hk_remote_msg *chains = NULL, *last_chain = NULL;
+    while (*first != NULL && h->msgs_parked < MSG_PARK) {
+        struct hk_remote_msg *chain = *first;
+        unsigned len = chain_cut(first);
+        CHAIN_LAST(chain)->next = NULL;
+        chain->blocks[0] = chains;
+        if (chains == NULL)
+            last_chain = chain;
+        chains = chain;
+        h->msgs_parked += len;
+        *n -= len;
+    }
+    if (chains == NULL)
+        return;
+    do
+        last_chain->blocks[0] = old;
+    while (!atomic_compare_exchange_weak_explicit(&h->msgs_back, &old, chains,
+                                                  memory_order_release, memory_order_relaxed));
+}
+
+void hk_remote_msgs_release(struct hk_heap *park, struct hk_remote_msg *first, unsigned n)
 {
     struct hk_tls *t = &hk_tls;
     while (first != NULL && t->msg_stash_n < MSG_STASH) {
@@ -185,18 +244,27 @@ void hk_remote_msgs_release(struct hk_remote_msg *first, unsigned n)
         n--;
         first = next;
     }
+    if (first != NULL && park != NULL)
+        park_for_senders(park, &first, &n);
     if (first != NULL)
         pool_put(first, n);
 }
 
-void hk_remote_stash_release(void)
+void hk_remote_stash_release(struct hk_heap *h)
 {
     struct hk_tls *t = &hk_tls;
-    if (t->msg_stash == NULL)
-        return;
-    pool_put(t->msg_stash, t->msg_stash_n);
-    t->msg_stash = NULL;
-    t->msg_stash_n = 0;
+    if (t->msg_stash != NULL) {
+        pool_put(t->msg_stash, t->msg_stash_n);
+        t->msg_stash = NULL;
+        t->msg_stash_n = 0;
+    }
+    struct hk_remote_msg *chain =
+        h != NULL ? atomic_exchange_explicit(&h->msgs_back, NULL, memory_order_acquire) : NULL;
+    while (chain != NULL) {
+        struct hk_remote_msg *next = CHAIN_NEXT(chain);
+        pool_put(chain, chain->count);
+        chain = next;
+    }
 }
 
 void hk_remote_msg_counts(unsigned *made, unsigned *out)
@@ -223,15 +291,19 @@ static unsigned msgs_in(const struct hk_remote_msg *m)
 
 /* In a fork child, the messages the other threads kept or were filling are
  * gone with them: out of the pool are only those this thread holds and
- * those on their way to a heap. */
+ * those on their way to a heap or parked in one. */
 static void recount_out_in_child(void)
 {
     struct hk_tls *t = &hk_tls;
     unsigned out = t->msg_stash_n;
     for (unsigned i = 0; i < HK_REMOTE_OWNERS; i++)
         out += msgs_in(t->remote[i].msg);
-    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next)
+    for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next) {
         out += msgs_in(atomic_load_explicit(&h->delayed, memory_order_relaxed));
+        for (struct hk_remote_msg *c = atomic_load_explicit(&h->msgs_back, memory_order_relaxed);
+             c != NULL; c = CHAIN_NEXT(c))
+            out += c->count;
+    }
     atomic_store_explicit(&msgs_out, out, memory_order_relaxed);
 }
 
@@ -298,7 +370,7 @@ static HK_NOINLINE void remote_free_slow(struct hk_tls *t, struct hk_heap *owner
         hk_heap_watch_exit(); /* so that the blocks go out at exit */
     /* A message of count 0 is a block sent as itself: nothing to add to. */
     if (m == NULL || m->count == 0 || m->count == HK_REMOTE_MSG_BLOCKS) {
-        struct hk_remote_msg *fresh = msg_take();
+        struct hk_remote_msg *fresh = msg_take(owner);
         if (fresh == NULL) {
             /* Over the limit, or out of memory: the block goes as itself. */
             fresh = p;
