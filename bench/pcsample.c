@@ -8,7 +8,9 @@
  *
  * It calls no malloc: the buffer comes from mmap, the handler only stores.
  * Period: $PCSAMPLE_US microseconds of process CPU time (default 500). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
