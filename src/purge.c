@@ -258,7 +258,11 @@ static bool purger_allowed(void)
  * malloc). */
 HK_COLD void hk_purge_start(void)
 {
-    atomic_fetch_and_explicit(&hk_detour, (uint8_t)~HK_DETOUR_PURGER, memory_order_relaxed);
+    /* Every thread's first malloc comes here: only a set bit is cleared,
+     * for the line every thread's refills read (churn, 16 threads a wave,
+     * on 16 cores: 2.3% of the samples at this point). */
+    if (atomic_load_explicit(&hk_detour, memory_order_relaxed) & HK_DETOUR_PURGER)
+        atomic_fetch_and_explicit(&hk_detour, (uint8_t)~HK_DETOUR_PURGER, memory_order_relaxed);
     if (!purger_allowed() || starting || atomic_load(&purger_state) != PURGER_NONE)
         return;
     starting = true;
