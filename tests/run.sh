@@ -256,9 +256,9 @@ else
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
 	tsan=(env TEST_ALLOCATOR=hak_names TEST_SCALE=25 TEST_NO_RSS=1
 		TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1)
-	for p in threads/stress threads/churn threads/thread_exit; do
+	for p in threads/stress threads/churn threads/thread_exit threads/remote_messages; do
 		run "sanitize/asan+ubsan $p" "${asan[@]}" "$B/asan/$p"
-		run "sanitize/tsan $p" "${tsan[@]}" "$B/tsan/$p"
+		run "sanitize/tsan $p" "${tsan[@]}" TEST_NO_RACY_STATS=1 "$B/tsan/$p"
 	done
 	run "sanitize/tsan threads/stress [purge at once]" "${tsan[@]}" \
 		HAKMEM_PURGE_DELAY_MS=0 HAKMEM_HUGE_CACHE=0 "$B/tsan/threads/stress"

@@ -14,7 +14,7 @@ SAN_FLAGS_tsan := -fsanitize=thread
 SAN_FLAGS_fuzz := -fsanitize=fuzzer-no-link,address,undefined
 
 # Stress programs that run against the sanitized allocator.
-SAN_PROGS := threads/stress threads/churn threads/thread_exit
+SAN_PROGS := threads/stress threads/churn threads/thread_exit threads/remote_messages
 SAN_KINDS := asan tsan
 SAN_BINS  := $(foreach k,$(SAN_KINDS),$(SAN_PROGS:%=$(T)/$(k)/%))
 FUZZ_BIN  := $(T)/fuzz/fuzz_hak
