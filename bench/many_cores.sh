@@ -9,7 +9,8 @@
 #             tcmalloc where installed); more libraries by path, as
 #             name=path arguments, are copied too (hakmem variants, say).
 # There:      OUT=<dir> bench/many_cores.sh run [threads] [runs] [workloads]
-#             (defaults 16, 5, the threaded ones), with build/libhakmem.so,
+#             (defaults 16, 5, the threaded ones; ALLOCATORS=a,b,... to
+#             run only those, by the names the report gives them), with build/libhakmem.so,
 #             build/bench and build/peers carried along; leaves in $OUT the
 #             driver's report (bench-latest.md, .json), its log, the
 #             machine's description and, in pcsample.tgz, a profile of
@@ -58,7 +59,8 @@ run() {
     { nproc; grep -m1 "model name" /proc/cpuinfo; uname -r; ldd --version | head -1
       cat /sys/kernel/mm/transparent_hugepage/enabled; } > "$OUT/machine.txt" 2>&1
     HAKBENCH_PEERS=$(peer_specs) PYTHONUNBUFFERED=1 python3 bench/hakbench.py run \
-        --threads "$threads" --runs "$runs" --workloads "$workloads" > "$OUT/run.log" 2>&1 || true
+        --threads "$threads" --runs "$runs" --workloads "$workloads" \
+        ${ALLOCATORS:+--allocators "$ALLOCATORS"} > "$OUT/run.log" 2>&1 || true
     cp bench/results/bench-latest.md bench/results/bench-latest.json "$OUT/" 2>/dev/null || true
     # One profiled run of each workload, at four times its work.
     local dir
