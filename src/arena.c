@@ -96,7 +96,7 @@ _Static_assert(HK_CLASS_MAP_OFFSET + HK_SMALL_REGION_PAGES + HK_MEDIUM_REGION_PA
 
 static size_t header_size(size_t extra, const uint32_t *npages, bool compact)
 {
-    size_t bytes = HK_ARENA_HEADER_BYTES + ((extra + 63) & ~(size_t)63);
+    size_t bytes = sizeof(struct hk_arena) + ((extra + 63) & ~(size_t)63);
     for (unsigned k = 0; k < HK_NKINDS; k++)
         bytes += map_words(npages[k]) * sizeof(uint64_t);
     if (!compact) {
@@ -146,14 +146,14 @@ struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra)
     a->base = (uintptr_t)base;
     a->compact = compact;
     a->header_bytes = (uint32_t)header_bytes;
-    uint64_t *maps = (uint64_t *)(base + HK_ARENA_HEADER_BYTES + ((extra + 63) & ~(size_t)63));
+    uint64_t *maps = (uint64_t *)(base + sizeof(*a) + ((extra + 63) & ~(size_t)63));
     for (unsigned k = 0; k < HK_NKINDS; k++) {
         struct hk_region *r = &a->region[k];
         r->npages = compact ? compact_region_pages[k] : region_pages[k];
         r->first = k == HK_SMALL ? 1 : 0; /* small page 0 is this header */
         atomic_init(&r->hwm, r->first);
         r->committed = k == HK_SMALL && !compact ? (uint32_t)(COMMIT_CHUNK >> HK_SMALL_PAGE_SHIFT) : 0;
-        a->cleanmap[k] = maps;
+        r->cleanmap = maps;
         maps += map_words(r->npages);
     }
     /* The class map is zero, as a fresh mapping is: every page free. */
@@ -371,9 +371,9 @@ static void region_shrink(struct hk_arena *a, unsigned kind)
     struct hk_region *r = &a->region[kind];
     uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_relaxed);
     uint32_t top = hwm;
-    while (top > r->first && (a->cleanmap[kind][(top - 1) / 64] >> ((top - 1) % 64) & 1)) {
+    while (top > r->first && (r->cleanmap[(top - 1) / 64] >> ((top - 1) % 64) & 1)) {
         top--;
-        a->cleanmap[kind][top / 64] &= ~((uint64_t)1 << (top % 64));
+        r->cleanmap[top / 64] &= ~((uint64_t)1 << (top % 64));
     }
     if (top == hwm)
         return;
@@ -412,9 +412,9 @@ static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigne
         return pg;
     }
     for (uint32_t w = r->clean_hint; w < map_words(r->npages); w++) {
-        if (a->cleanmap[kind][w] != 0) {
-            unsigned bit = (unsigned)__builtin_ctzll(a->cleanmap[kind][w]);
-            a->cleanmap[kind][w] &= a->cleanmap[kind][w] - 1;
+        if (r->cleanmap[w] != 0) {
+            unsigned bit = (unsigned)__builtin_ctzll(r->cleanmap[w]);
+            r->cleanmap[w] &= r->cleanmap[w] - 1;
             r->clean_hint = w;
             hk_purge_note_refault(a->heap);
             return hk_page_header(page_addr(a, kind, w * 64 + bit), shift);
@@ -604,7 +604,7 @@ size_t hk_region_purge(struct hk_heap *h, struct hk_arena *a, unsigned kind,
         h->purges_in_flight--;
         for (size_t i = 0; i < n; i++) {
             uint32_t index = page_index(a, batch[i], kind);
-            a->cleanmap[kind][index / 64] |= (uint64_t)1 << (index % 64);
+            r->cleanmap[index / 64] |= (uint64_t)1 << (index % 64);
             if (index / 64 < r->clean_hint)
                 r->clean_hint = index / 64;
         }

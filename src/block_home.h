@@ -26,7 +26,7 @@
     ((((HK_SMALL_REGION_PAGES + 63) / 64) + ((HK_MEDIUM_REGION_PAGES + 63) / 64) +         \
       ((HK_LARGE_REGION_PAGES + 63) / 64)) * sizeof(uint64_t))
 #define HK_CLASS_MAP_OFFSET                                                               \
-    ((HK_ARENA_HEADER_BYTES + ((sizeof(struct hk_heap) + 63) & ~(size_t)63) +              \
+    ((sizeof(struct hk_arena) + ((sizeof(struct hk_heap) + 63) & ~(size_t)63) +          \
       HK_REGION_MAPS_BYTES + 63) & ~(size_t)63)
 
 /* The class map of the full-size arena at arena_base: the class of each

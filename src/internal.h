@@ -339,7 +339,8 @@ struct hk_region {
     struct hk_page *dirty; /* free pages still holding memory, newest first */
     struct hk_page *dirty_tail;
     uint32_t ndirty;
-    uint32_t clean_hint;  /* no clean free page below this word of the arena's cleanmap */
+    uint32_t clean_hint;  /* no clean free page below this word of cleanmap */
+    uint64_t *cleanmap;   /* free pages whose memory went back to the OS */
 };
 
 struct hk_arena {
@@ -350,24 +351,15 @@ struct hk_arena {
      * (block_home.h). */
     bool compact;
     uint32_t header_bytes; /* of page 0: this header, the heap, the maps */
-    uint64_t *cleanmap[HK_NKINDS]; /* per region: free pages whose memory went back to the OS */
-    struct hk_region region[HK_NKINDS];
     uint32_t pages_in_use; /* pages not free (guarded by the pool lock) */
+    struct hk_region region[HK_NKINDS];
 };
-/* Every other thread's free of the arena's blocks reads its first line
- * (block_home.h: heap, compact), so what the owner writes as its pages
- * come and go (from the small region's high-water mark on) lies past it:
- * sharing that line, it made those frees wait on the owner's core. */
-_Static_assert(offsetof(struct hk_arena, region) + offsetof(struct hk_region, hwm) >= 64,
-               "the arena header's first line is read-only");
-/* Where hk_arena_create's `extra` bytes are (the heap), from a line's start. */
-#define HK_ARENA_HEADER_BYTES ((sizeof(struct hk_arena) + 63) & ~(size_t)63)
-#define HK_ARENA_EXTRA(a) ((void *)((char *)(a) + HK_ARENA_HEADER_BYTES))
 
 /* Arena of each 4 GiB slot of the address space, or NULL. */
 extern _Atomic(struct hk_arena *) hk_arena_table[HK_ARENA_TABLE_SIZE];
 
 struct hk_arena *hk_arena_create(struct hk_heap *heap, size_t extra);
+#define HK_ARENA_EXTRA(a) ((void *)((a) + 1)) /* where hk_arena_create's `extra` bytes are */
 struct hk_page *hk_arena_page_alloc(struct hk_heap *heap, unsigned cls);
 unsigned hk_arena_page_capacity(const struct hk_page *pg, unsigned capacity);
 bool hk_arena_page_extend(struct hk_page *pg); /* more blocks mapped (compact) */
@@ -416,11 +408,9 @@ static inline struct hk_page *hk_page_of(const void *p)
 struct hk_heap {
     struct hk_page *current[HK_NCLASSES]; /* page whose free list is in TLS */
     struct hk_page *queue[HK_NCLASSES];   /* pages with free blocks */
-    /* What other threads write (remote.c), side by side on one line: the
-     * messages of blocks they freed, and the drained ones parked for them. */
-    _Atomic(struct hk_remote_msg *) delayed;
-    _Atomic(struct hk_remote_msg *) msgs_back;
     struct hk_page *retired_current[HK_NCLASSES]; /* last retired on emptying */
+    _Atomic(struct hk_remote_msg *) delayed; /* blocks other threads freed (remote.c) */
+    _Atomic(struct hk_remote_msg *) msgs_back; /* drained messages for its senders (remote.c) */
     struct hk_arena *arenas;  /* first arena holds this heap */
     struct hk_heap *next;     /* registry of all heaps */
     struct hk_heap *next_abandoned;
@@ -464,9 +454,6 @@ struct hk_heap {
     void *stashed;
     uint32_t stashed_cls;
 };
-/* The heap starts a line (HK_ARENA_EXTRA). */
-_Static_assert(offsetof(struct hk_heap, delayed) / 64 == offsetof(struct hk_heap, msgs_back) / 64,
-               "what other threads write shares one line");
 
 static inline bool hk_in_first_arena(const struct hk_heap *h, const void *p)
 {
