@@ -178,7 +178,6 @@ void hk_heap_drain_delayed(struct hk_heap *h)
 {
     struct hk_remote_msg *m = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
     struct hk_remote_msg *done = NULL; /* NULL-terminated */
-    unsigned ndone = 0;
     while (m != NULL) {
         struct hk_remote_msg *next = m->next;
         if (m->count == 0) { /* the block itself (remote.c) */
@@ -192,12 +191,11 @@ void hk_heap_drain_delayed(struct hk_heap *h)
                 drain_block(m->blocks[i]);
             m->next = done;
             done = m;
-            ndone++;
         }
         m = next;
     }
     if (done != NULL)
-        hk_remote_msgs_release(h == hk_tls.heap ? h : NULL, done, ndone);
+        hk_remote_msgs_release(h == hk_tls.heap ? h : NULL, done);
 }
 
 /* hak_collect: everything that can go back to the OS, now.  The calling

@@ -858,10 +858,10 @@ void hk_remote_free(struct hk_heap *owner, void *p);
 void hk_remote_flush(void); /* send this thread's buffered remote frees */
 /* Put messages first..last (linked by next) on h's delayed list. */
 void hk_remote_send(struct hk_heap *h, struct hk_remote_msg *first, struct hk_remote_msg *last);
-/* Messages an owner drained, n of them linked by next: kept for the
- * thread's sends, parked in park (the owner's heap, or NULL) for its
- * senders, the rest to the pool. */
-void hk_remote_msgs_release(struct hk_heap *park, struct hk_remote_msg *first, unsigned n);
+/* Messages an owner drained, linked by next from first (the last's NULL):
+ * kept for the thread's sends, parked in park (the owner's heap, or NULL)
+ * for its senders, the rest to the pool. */
+void hk_remote_msgs_release(struct hk_heap *park, struct hk_remote_msg *first);
 /* The messages the thread keeps, and those parked in its heap h (or NULL),
  * back to the pool, at its exit. */
 void hk_remote_stash_release(struct hk_heap *h);

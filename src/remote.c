@@ -29,6 +29,7 @@
  * the pointer in the arena's class map), so the owner's cache lines stay
  * with the owner.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "internal.h"
@@ -87,8 +88,8 @@ static unsigned msgs_made; /* carved from the chunks so far */
 #define CHAIN_NEXT(m) ((struct hk_remote_msg *)(m)->blocks[0])
 #define CHAIN_LAST(m) ((struct hk_remote_msg *)(m)->blocks[1])
 
-/* A chain of messages onto the thread's stash, n of them; false when none
- * could be had. */
+/* A chain of messages from the pool (or fresh) onto the thread's stash;
+ * false when none could be had. */
 static bool stash_fill(struct hk_tls *t)
 {
     unsigned limit = MSG_PER_THREAD * hk_heap_threads_live();
@@ -184,56 +185,87 @@ static unsigned chain_cut(struct hk_remote_msg **first)
     return len;
 }
 
-/* The n messages from first on (linked by next, the last's NULL) back to
- * the pool, cut into chains before the lock is taken. */
-static void pool_put(struct hk_remote_msg *first, unsigned n)
+/* A stack of chains, as the pool and a heap's parked messages are: the
+ * first chain in *top, the last in *bottom.  Messages from *first on (a
+ * list linked by next) are cut into chains, each ended by NULL, until at
+ * least `most` are taken or the list ends, before any lock or exchange;
+ * *first moves past them.  Returns how many were taken. */
+static unsigned chains_stack(struct hk_remote_msg **first, unsigned most,
+                             struct hk_remote_msg **top, struct hk_remote_msg **bottom)
 {
-    struct hk_remote_msg *chains = NULL, *last_chain = NULL;
-    while (first != NULL) {
-        struct hk_remote_msg *chain = first;
-        chain_cut(&first);
+    struct hk_remote_msg *chains = NULL;
+    unsigned n = 0;
+    while (*first != NULL && n < most) {
+        struct hk_remote_msg *chain = *first;
+        n += chain_cut(first);
+        CHAIN_LAST(chain)->next = NULL;
         chain->blocks[0] = chains;
         if (chains == NULL)
-            last_chain = chain;
+            *bottom = chain;
         chains = chain;
     }
+    *top = chains;
+    return n;
+}
+
+/* The messages in the stack of chains from top; its last chain in *bottom
+ * where bottom is not NULL. */
+static unsigned chains_count(struct hk_remote_msg *top, struct hk_remote_msg **bottom)
+{
+    unsigned n = 0;
+    for (struct hk_remote_msg *c = top; c != NULL; c = CHAIN_NEXT(c)) {
+        n += c->count;
+        if (bottom != NULL)
+            *bottom = c;
+    }
+    return n;
+}
+
+/* A stack of chains of n messages onto the pool's: a few stores under the
+ * lock, whatever n is. */
+static void pool_push(struct hk_remote_msg *top, struct hk_remote_msg *bottom, unsigned n)
+{
     atomic_fetch_sub_explicit(&msgs_out, n, memory_order_relaxed);
     hk_lock(&msg_lock);
-    last_chain->blocks[0] = msg_pool;
-    msg_pool = chains;
+    bottom->blocks[0] = msg_pool;
+    msg_pool = top;
     hk_unlock(&msg_lock);
 }
 
-/* Chains of up to MSG_PARK messages from *first on onto the owner's stack
- * for its senders; *first and *n move past them.  Only the owner parks and
- * its senders only take all there is, so that the owner knows how many
- * may still be there: as many as it parked since it last saw none. */
-static void park_for_senders(struct hk_heap *h, struct hk_remote_msg **first, unsigned *n)
+/* The messages from first on (linked by next, the last's NULL) back to
+ * the pool. */
+static void pool_put(struct hk_remote_msg *first)
+{
+    struct hk_remote_msg *top, *bottom;
+    unsigned n = chains_stack(&first, UINT_MAX, &top, &bottom);
+    if (n != 0)
+        pool_push(top, bottom, n);
+}
+
+/* Chains of the messages from *first on onto the owner's stack for its
+ * senders, up to MSG_PARK (and the rest of a chain); *first moves past
+ * them.  Only the owner parks and its senders only take all there is, so
+ * that the owner knows how many may still be there: as many as it parked
+ * since it last saw none. */
+static void park_for_senders(struct hk_heap *h, struct hk_remote_msg **first)
 {
     struct hk_remote_msg *old = atomic_load_explicit(&h->msgs_back, memory_order_relaxed);
     if (old == NULL)
         h->msgs_parked = 0;
-    struct hk_remote_msg *chains = NULL, *last_chain = NULL;
-    while (*first != NULL && h->msgs_parked < MSG_PARK) {
-        struct hk_remote_msg *chain = *first;
-        unsigned len = chain_cut(first);
-        CHAIN_LAST(chain)->next = NULL;
-        chain->blocks[0] = chains;
-        if (chains == NULL)
-            last_chain = chain;
-        chains = chain;
-        h->msgs_parked += len;
-        *n -= len;
-    }
-    if (chains == NULL)
+    if (h->msgs_parked >= MSG_PARK)
         return;
+    struct hk_remote_msg *top, *bottom;
+    unsigned n = chains_stack(first, MSG_PARK - h->msgs_parked, &top, &bottom);
+    if (n == 0)
+        return;
+    h->msgs_parked += n;
     do
-        last_chain->blocks[0] = old;
-    while (!atomic_compare_exchange_weak_explicit(&h->msgs_back, &old, chains,
+        bottom->blocks[0] = old;
+    while (!atomic_compare_exchange_weak_explicit(&h->msgs_back, &old, top,
                                                   memory_order_release, memory_order_relaxed));
 }
 
-void hk_remote_msgs_release(struct hk_heap *park, struct hk_remote_msg *first, unsigned n)
+void hk_remote_msgs_release(struct hk_heap *park, struct hk_remote_msg *first)
 {
     struct hk_tls *t = &hk_tls;
     while (first != NULL && t->msg_stash_n < MSG_STASH) {
@@ -241,29 +273,28 @@ void hk_remote_msgs_release(struct hk_heap *park, struct hk_remote_msg *first, u
         first->next = t->msg_stash;
         t->msg_stash = first;
         t->msg_stash_n++;
-        n--;
         first = next;
     }
     if (first != NULL && park != NULL)
-        park_for_senders(park, &first, &n);
+        park_for_senders(park, &first);
     if (first != NULL)
-        pool_put(first, n);
+        pool_put(first);
 }
 
 void hk_remote_stash_release(struct hk_heap *h)
 {
     struct hk_tls *t = &hk_tls;
     if (t->msg_stash != NULL) {
-        pool_put(t->msg_stash, t->msg_stash_n);
+        pool_put(t->msg_stash);
         t->msg_stash = NULL;
         t->msg_stash_n = 0;
     }
-    struct hk_remote_msg *chain =
+    struct hk_remote_msg *top =
         h != NULL ? atomic_exchange_explicit(&h->msgs_back, NULL, memory_order_acquire) : NULL;
-    while (chain != NULL) {
-        struct hk_remote_msg *next = CHAIN_NEXT(chain);
-        pool_put(chain, chain->count);
-        chain = next;
+    if (top != NULL) {
+        struct hk_remote_msg *bottom;
+        unsigned n = chains_count(top, &bottom);
+        pool_push(top, bottom, n);
     }
 }
 
@@ -300,9 +331,7 @@ static void recount_out_in_child(void)
         out += msgs_in(t->remote[i].msg);
     for (struct hk_heap *h = hk_heaps_first(); h != NULL; h = h->next) {
         out += msgs_in(atomic_load_explicit(&h->delayed, memory_order_relaxed));
-        for (struct hk_remote_msg *c = atomic_load_explicit(&h->msgs_back, memory_order_relaxed);
-             c != NULL; c = CHAIN_NEXT(c))
-            out += c->count;
+        out += chains_count(atomic_load_explicit(&h->msgs_back, memory_order_relaxed), NULL);
     }
     atomic_store_explicit(&msgs_out, out, memory_order_relaxed);
 }
