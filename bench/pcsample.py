@@ -14,8 +14,9 @@ import bisect
 import collections
 import os
 import struct
-import subprocess
 import sys
+
+from nm_symbols import nm_symbols
 
 
 def load_segments(path):
@@ -37,29 +38,13 @@ def load_segments(path):
     return segs
 
 
-def load_symbols(path):
-    """The file's function symbols by address; its dynamic ones where it is
-    stripped (the C library)."""
-    out = ""
-    for dyn in ([], ["-D"]):
-        out = subprocess.run(["nm", "--defined-only", "-n", *dyn, path],
-                             capture_output=True, text=True).stdout
-        if out.strip():
-            break
-    addrs, names = [], []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "tTwWiI":
-            addrs.append(int(parts[0], 16))
-            names.append(parts[2])
-    return addrs, names
-
-
 class File:
     def __init__(self, path):
         self.ok = os.path.exists(path)
         self.segs = load_segments(path) if self.ok else []
-        self.addrs, self.names = load_symbols(path) if self.ok else ([], [])
+        syms = nm_symbols(path, "tTwWiI", dynamic=True) if self.ok else []
+        self.addrs = [a for a, _ in syms]
+        self.names = [n for _, n in syms]
 
     def name(self, offset):
         for p_offset, p_vaddr, p_filesz in self.segs:

@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+from nm_symbols import nm_symbols
+
 SYS_FUTEX = "202"  # x86-64
 
 
@@ -34,21 +36,6 @@ def read(path):
             return f.read()
     except OSError:
         return None
-
-
-def lib_symbols(lib):
-    """(address, name) of lib's data symbols, sorted; empty without nm."""
-    try:
-        out = subprocess.run(["nm", "--defined-only", lib], capture_output=True,
-                             text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return []
-    syms = []
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[1] in "bBdD":
-            syms.append((int(f[0], 16), f[2]))
-    return sorted(syms)
 
 
 def name_address(addr, maps, lib, syms):
@@ -124,7 +111,7 @@ def main():
     for (state, call, stack), n in stacks.most_common(args.top):
         print(f"{n:8d}  {state} {call:>4} {stack}")
     print("futex words slept on:")
-    syms = lib_symbols(args.lib) if os.path.exists(args.lib) else []
+    syms = nm_symbols(args.lib, "bBdD") if os.path.exists(args.lib) else []
     for addr, n in futexes.most_common(args.top):
         print(f"{n:8d}  {addr:#x} {name_address(addr, maps, os.path.basename(args.lib), syms)}")
     return 0
