@@ -698,7 +698,7 @@ void *hk_list_unstash(struct hk_heap *h, unsigned cls);
 void hk_lists_consider(struct hk_heap *h);
 /* Every HK_LISTS_RETRY slow refills of a thread whose frees go to its
  * lists: its own blocks' share of its frees is judged (thread_lists.c),
- * and outside the fair band it goes back to its pages for a while. */
+ * and above 90% it goes back to its pages for a while. */
 #define HK_LISTS_RETRY 64
 void hk_lists_retry(struct hk_heap *h);
 void hk_free_other(void *p, const char *call); /* free.c */
