@@ -371,7 +371,7 @@ static void region_shrink(struct hk_arena *a, unsigned kind)
     struct hk_region *r = &a->region[kind];
     uint32_t hwm = atomic_load_explicit(&r->hwm, memory_order_relaxed);
     uint32_t top = hwm;
-    while (top > r->first && (r->cleanmap[(top - 1) / 64] >> ((top - 1) % 64) & 1)) {
+    while (top > r->first && hk_region_page_clean(r, top - 1)) {
         top--;
         r->cleanmap[top / 64] &= ~((uint64_t)1 << (top % 64));
     }

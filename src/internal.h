@@ -343,6 +343,12 @@ struct hk_region {
     uint64_t *cleanmap;   /* free pages whose memory went back to the OS */
 };
 
+/* Is page i of r free with its memory back with the OS (pool lock held)? */
+static inline bool hk_region_page_clean(const struct hk_region *r, uint32_t i)
+{
+    return r->cleanmap[i / 64] >> (i % 64) & 1;
+}
+
 struct hk_arena {
     struct hk_heap *heap;
     struct hk_arena *next; /* the heap's other arenas */

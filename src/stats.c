@@ -53,7 +53,7 @@ static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out,
              * memory given back maps it again, which Linux counts as
              * resident (6.18 here: 4 KiB of a test's RSS for every purged
              * page, each time the statistics were read). */
-            if (r->cleanmap[i / 64] >> (i % 64) & 1)
+            if (hk_region_page_clean(r, i))
                 continue;
             uintptr_t base = a->base + hk_region_offset(kind) + ((uintptr_t)i << shift);
             const struct hk_page *pg = hk_page_header(base, shift);

@@ -28,7 +28,8 @@
 
 #define BLOCK 256
 #define TOTAL ((size_t)48 << 20)
-#define PAGES (TOTAL >> 16)
+#define PAGE ((size_t)64 << 10) /* hakmem's small page */
+#define PAGES (TOTAL / PAGE)
 
 static uint64_t syscalls(void)
 {
@@ -44,15 +45,15 @@ static uint64_t syscalls(void)
  * page tables, where mincore sees it. */
 static size_t headers_mapped(char **p, size_t count)
 {
-	size_t mapped = 0;
+	size_t mapped = 0, os_page = (size_t)sysconf(_SC_PAGESIZE);
 	uintptr_t last = 0;
 	for (size_t i = 0; i < count; i++) {
-		uintptr_t base = (uintptr_t)p[i] & ~(uintptr_t)0xffff;
+		uintptr_t base = (uintptr_t)p[i] & ~(uintptr_t)(PAGE - 1);
 		unsigned char in_core;
 		if (base == last)
 			continue;
 		last = base;
-		if (mincore((void *)base, (size_t)sysconf(_SC_PAGESIZE), &in_core) == 0 &&
+		if (mincore((void *)base, os_page, &in_core) == 0 &&
 		    (in_core & 1))
 			mapped++;
 	}
@@ -87,7 +88,7 @@ int main(void)
 	       (size_t)PAGES, (unsigned long long)calls);
 	CHECKF(after <= before + hakmem_idle_keep() + 2 * MiB,
 	       "48 MiB freed: RSS %zu KiB before, %zu KiB after", before >> 10, after >> 10);
-	size_t mapped = headers_mapped(p, count), kept = (hakmem_idle_keep() + 2 * MiB) >> 16;
+	size_t mapped = headers_mapped(p, count), kept = (hakmem_idle_keep() + 2 * MiB) / PAGE;
 	CHECKF(mapped <= kept, "after the statistics were read, %zu pages' headers mapped, at most %zu allowed",
 	       mapped, kept);
 	free(p);
