@@ -132,6 +132,22 @@ size_t hk_bitmap_trim_all(struct hk_heap *h)
     return trim_heap(h, true);
 }
 
+/* h's thread exits: its life ends a trim period, so that the heap keeps for
+ * its next owner what its last two owners reached (the next one's demand,
+ * likely), not the running maximum of every owner's.  The free blocks
+ * below stay: a thread pool's next thread reuses them without a fault;
+ * should no thread adopt the heap within a trim period, they go then
+ * (hk_heaps_trim_abandoned). */
+size_t hk_bitmap_trim_owner_exit(struct hk_heap *h)
+{
+    return trim_heap(h, false);
+}
+
+uint64_t hk_bitmap_trim_period(void)
+{
+    return 2 * hk_config.purge_delay_ms;
+}
+
 /* Every HK_TRIM_BYTES of blocks handed out: what the small classes do on
  * each refill (start the purger, send and take remote frees), then the
  * trim if it is due. */
@@ -145,14 +161,16 @@ void hk_bitmap_tick(struct hk_heap *h)
     hk_bitmap_trim_due(h);
 }
 
-/* The trim of h's medium and large pages, if it is due. */
+/* The trim of h's medium and large pages, if it is due (and of abandoned
+ * heaps'). */
 void hk_bitmap_trim_due(struct hk_heap *h)
 {
     uint64_t now = hk_clock_ms();
+    hk_heaps_trim_abandoned_due(now);
     if (now < h->trim_at)
         return;
     trim_heap(h, false);
-    h->trim_at = now + 2 * hk_config.purge_delay_ms;
+    h->trim_at = now + hk_bitmap_trim_period();
 }
 
 /* The lowest free block of pg, i, is at or above the page's reach in this

@@ -24,6 +24,7 @@ __thread struct hk_tls hk_tls __attribute__((tls_model("initial-exec"))) = {
 static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hk_heap *all_heaps;
 static struct hk_heap *abandoned_heaps;
+_Atomic uint64_t hk_abandoned_trim_at;
 static pthread_key_t heap_key;
 /* Threads that have a heap and have not exited: whether the program has
  * threads of its own, for the purger (purge.c). */
@@ -74,6 +75,7 @@ struct hk_heap *hk_heap_attach(void)
     if (h != NULL) {
         abandoned_heaps = h->next_abandoned;
         __atomic_store_n(&h->abandoned, false, __ATOMIC_RELAXED);
+        h->untrimmed = false; /* its owner trims it from now on */
     }
     pthread_mutex_unlock(&heaps_lock);
     if (h == NULL)
@@ -129,6 +131,79 @@ void hk_heap_watch_exit(void)
     pthread_setspecific(heap_key, &no_heap);
 }
 
+/* The abandoned heap just past the warm ones, taken off the list so that
+ * no thread adopts it while it gives back its memory: NULL when there is
+ * none.  heaps_lock held. */
+static struct hk_heap *take_cold_heap(void)
+{
+    struct hk_heap **link = &abandoned_heaps;
+    for (unsigned i = 0; i < WARM_ABANDONED && *link != NULL; i++)
+        link = &(*link)->next_abandoned;
+    struct hk_heap *cold = *link;
+    if (cold != NULL)
+        *link = cold->next_abandoned;
+    return cold;
+}
+
+/* A cold heap goes back at the end of the list, behind the warm ones.
+ * heaps_lock held. */
+static void append_abandoned(struct hk_heap *h)
+{
+    struct hk_heap **link = &abandoned_heaps;
+    while (*link != NULL)
+        link = &(*link)->next_abandoned;
+    h->next_abandoned = NULL;
+    *link = h;
+}
+
+/* An abandoned heap off the list (no thread can adopt it meanwhile) gives
+ * back the memory of every free block in its pages in use, and its free
+ * pages as `mode` says. */
+static void give_back_abandoned(struct hk_heap *h, enum hk_purge_mode mode)
+{
+    hk_heap_drain_delayed(h);
+    hk_bitmap_trim_all(h);
+    h->untrimmed = false;
+    hk_heap_purge(h, mode, true);
+}
+
+/* The abandoned heaps that waited a trim period untrimmed (no thread
+ * adopted them) give back what their pages in use hold free: as an owner's
+ * pages do, a period after their peak, and with no owner to do it. */
+void hk_heaps_trim_abandoned(uint64_t now)
+{
+    uint64_t period = hk_bitmap_trim_period();
+    struct hk_heap *due = NULL, **tail = &due;
+    uint64_t next = 0;
+    pthread_mutex_lock(&heaps_lock);
+    for (struct hk_heap **link = &abandoned_heaps; *link != NULL;) {
+        struct hk_heap *h = *link;
+        if (h->untrimmed && now >= h->abandoned_at + period) {
+            *link = h->next_abandoned;
+            h->next_abandoned = NULL;
+            *tail = h;
+            tail = &h->next_abandoned;
+            continue;
+        }
+        if (h->untrimmed && (next == 0 || h->abandoned_at + period < next))
+            next = h->abandoned_at + period;
+        link = &h->next_abandoned;
+    }
+    /* Before the work: a free it makes that calls here finds nothing due. */
+    atomic_store_explicit(&hk_abandoned_trim_at, next, memory_order_relaxed);
+    pthread_mutex_unlock(&heaps_lock);
+    if (due == NULL)
+        return;
+    for (struct hk_heap *h = due; h != NULL; h = h->next_abandoned)
+        give_back_abandoned(h, HK_PURGE_ABANDONED);
+    pthread_mutex_lock(&heaps_lock);
+    for (struct hk_heap *h = due, *next_due; h != NULL; h = next_due) {
+        next_due = h->next_abandoned;
+        append_abandoned(h);
+    }
+    pthread_mutex_unlock(&heaps_lock);
+}
+
 static void heap_thread_exit(void *arg)
 {
     hk_remote_flush();
@@ -144,24 +219,34 @@ static void heap_thread_exit(void *arg)
     hk_remote_stash_release(h);
     tls_bind(NULL);
     release_current_pages(h);
-    /* Pages still in use (blocks other threads hold) are trimmed only by
-     * their owner: what they touched beyond their blocks goes now. */
-    hk_bitmap_trim_all(h);
+    hk_bitmap_trim_owner_exit(h);
     /* An abandoned heap keeps a little warm memory for its next owner. */
     hk_heap_purge(h, HK_PURGE_ABANDONED, true);
+    uint64_t now = hk_clock_ms();
     pthread_mutex_lock(&heaps_lock);
     __atomic_store_n(&h->abandoned, true, __ATOMIC_RELAXED);
+    h->untrimmed = true;
+    h->abandoned_at = now;
+    uint64_t due = now + hk_bitmap_trim_period();
+    uint64_t at = atomic_load_explicit(&hk_abandoned_trim_at, memory_order_relaxed);
+    if (at == 0 || due < at)
+        atomic_store_explicit(&hk_abandoned_trim_at, due, memory_order_relaxed);
     h->next_abandoned = abandoned_heaps;
     abandoned_heaps = h;
-    struct hk_heap *cold = abandoned_heaps;
-    for (unsigned i = 0; i < WARM_ABANDONED && cold != NULL; i++)
-        cold = cold->next_abandoned;
+    struct hk_heap *cold = take_cold_heap();
     pthread_mutex_unlock(&heaps_lock);
+    /* The purger, or the next owner's ticks, trims it should it wait. */
+    hk_purge_schedule(NULL, now, false);
     /* Only the newest abandoned heaps stay warm: the one this exit pushed
-     * past them gives back all its free memory.  (Should a thread adopt it
-     * meanwhile, that is a purge of its free pages, as the purger makes.) */
-    if (cold != NULL)
-        hk_heap_purge(cold, HK_PURGE_ALL, true);
+     * past them gives back all its free memory, in the pages its blocks
+     * still hold too (what only an owner may touch: no thread can adopt
+     * it meanwhile). */
+    if (cold != NULL) {
+        give_back_abandoned(cold, HK_PURGE_ALL);
+        pthread_mutex_lock(&heaps_lock);
+        append_abandoned(cold);
+        pthread_mutex_unlock(&heaps_lock);
+    }
     /* The program may be down to one thread now: then no purger may run
      * (purge.c), and the owners keep what they keep idle. */
     if (atomic_fetch_sub(&threads_live, 1) - 1 < 2)

@@ -426,6 +426,9 @@ struct hk_heap {
     uint64_t refills[HK_NCLASSES];
     uint32_t refills_since_send; /* slow refills, counted for hk_refill_begin's sends */
     bool abandoned;
+    /* Abandoned with free blocks in its medium and large pages in use,
+     * since abandoned_at: trimmed a trim period later unless adopted. */
+    bool untrimmed;
     uint16_t msgs_parked; /* parked in msgs_back since it was last seen empty (remote.c) */
     pthread_mutex_t pool_lock; /* guards the arenas' free pages and the purge state */
     _Atomic uint64_t purge_at; /* next purge due (0: nothing to purge) */
@@ -437,6 +440,7 @@ struct hk_heap {
     int64_t trim_budget;       /* bytes of blocks until the clock is read again, less 1 */
     int64_t trim_budget_set;   /* what trim_budget was last set to (the profiler's count) */
     uint64_t trim_at;          /* next trim due */
+    uint64_t abandoned_at;     /* when its thread exited, while untrimmed */
     /* Blocks of 64 KiB and up served from the huge chunk while their class
      * had no page (bitmap_page.c), per class, in the second that ends at
      * route_period_end. */
@@ -561,6 +565,16 @@ void hk_heap_init_once(void);
 void hk_heap_watch_exit(void); /* run the thread-exit hook for this thread */
 bool hk_heaps_purge_all(void); /* true while free pages wait */
 void hk_heaps_settle(void);    /* no purger runs from now on */
+/* When the first abandoned heap that is still untrimmed is due (0: none);
+ * the purger and every owner's trim tick look (heap.c). */
+extern _Atomic uint64_t hk_abandoned_trim_at;
+void hk_heaps_trim_abandoned(uint64_t now);
+static inline void hk_heaps_trim_abandoned_due(uint64_t now)
+{
+    uint64_t at = atomic_load_explicit(&hk_abandoned_trim_at, memory_order_relaxed);
+    if (HK_UNLIKELY(at != 0 && now >= at))
+        hk_heaps_trim_abandoned(now);
+}
 uint32_t hk_heap_threads_live(void);
 struct hk_heap *hk_heaps_first(void); /* the list of every heap, via ->next */
 
@@ -765,6 +779,8 @@ struct hk_heap *hk_refill_begin(struct hk_heap *h, unsigned cls);
 #define HK_TRIM_BYTES ((int64_t)4 << 20)
 void hk_bitmap_init(struct hk_page *pg);
 size_t hk_bitmap_trim_all(struct hk_heap *h); /* every free block's memory, now */
+size_t hk_bitmap_trim_owner_exit(struct hk_heap *h); /* h's thread exits */
+uint64_t hk_bitmap_trim_period(void); /* ms */
 void *hk_bitmap_alloc_slow(struct hk_heap *h, unsigned cls); /* no room in current */
 void *hk_bitmap_take_new(struct hk_heap *h, struct hk_page *pg, unsigned i); /* i >= reach */
 void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i); /* budget spent */

@@ -215,9 +215,11 @@ static void wake_purger(void)
 /* One pass over every heap and the huge cache; true while memory waits. */
 static bool purge_pass(void)
 {
+    hk_heaps_trim_abandoned_due(hk_clock_ms());
     bool pending = hk_heaps_purge_all();
     hk_huge_cache_purge(false);
-    return pending || hk_huge_cache_pending();
+    return pending || hk_huge_cache_pending() ||
+           atomic_load_explicit(&hk_abandoned_trim_at, memory_order_relaxed) != 0;
 }
 
 static void *purger_main(void *arg)
@@ -341,6 +343,8 @@ void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep)
     if (h != NULL &&
         (over_keep || now >= atomic_load_explicit(&h->purge_at, memory_order_relaxed)))
         hk_heap_purge(h, HK_PURGE_OWNER, true);
+    if (h != NULL)
+        hk_heaps_trim_abandoned_due(now);
 }
 
 /* From malloc's slow paths, where starting a thread is safe. */
