@@ -162,6 +162,11 @@ static void append_abandoned(struct hk_heap *h)
 static void give_back_abandoned(struct hk_heap *h, enum hk_purge_mode mode)
 {
     hk_heap_drain_delayed(h);
+    /* The drain's messages went to this thread's stash, for its sends: a
+     * thread without a heap (the purger, or an exiting thread that has let
+     * go of its stash) makes none, and would take them with it. */
+    if (hk_tls.heap == NULL)
+        hk_remote_stash_release(NULL);
     hk_bitmap_trim_all(h);
     h->untrimmed = false;
     hk_heap_purge(h, mode, true);

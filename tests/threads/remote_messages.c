@@ -48,6 +48,7 @@
  * sanitizer's run); the counts need hakmem's statistics.
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -389,6 +390,62 @@ static void test_owners_that_exit(void)
 	       "exited with their blocks on the way home, one thread left", out, EXIT_ROUNDS);
 }
 
+/* The abandoned heap a thread's exit pushes past the warm ones gives back
+ * its memory in that exit, its remote frees drained first: the messages
+ * that brought them must go to the pool, not to the exiting thread, whose
+ * stash is gone by then.  Each round: five threads with heaps of their
+ * own; the first allocates and exits, the second frees its blocks (they
+ * reach the abandoned heap as messages when it exits), and the other three
+ * exit one after another, the last pushing the first's heap out of the
+ * warm ones (WARM_ABANDONED, heap.c: 4). */
+enum { COLD_THREADS = 5, COLD_ROUNDS = 8, COLD_BLOCKS = 8000 };
+static sem_t cold_go[COLD_THREADS];
+static pthread_barrier_t cold_ready;
+
+static void *cold_thread(void *arg)
+{
+	uintptr_t k = (uintptr_t)arg;
+	if (k == 0)
+		allocate(COLD_BLOCKS, 32);
+	else
+		t_free(t_malloc(16)); /* a heap of its own */
+	pthread_barrier_wait(&cold_ready);
+	sem_wait(&cold_go[k]);
+	if (k == 1) {
+		for (size_t i = 0; i < nblocks; i++)
+			t_free(blocks[i]);
+		nblocks = 0;
+	}
+	return NULL;
+}
+
+static void test_cold_heap_messages(void)
+{
+	if (hak_stats_print == NULL) {
+		check_skip("hak_stats_print not present (not running on hakmem)");
+		return;
+	}
+	pthread_barrier_init(&cold_ready, NULL, COLD_THREADS + 1);
+	for (int k = 0; k < COLD_THREADS; k++)
+		sem_init(&cold_go[k], 0, 0);
+	for (int round = 0; round < COLD_ROUNDS; round++) {
+		pthread_t t[COLD_THREADS];
+		for (uintptr_t k = 0; k < COLD_THREADS; k++)
+			if (!CHECK(pthread_create(&t[k], NULL, cold_thread, (void *)k) == 0))
+				exit(check_finish());
+		pthread_barrier_wait(&cold_ready);
+		for (int k = 0; k < COLD_THREADS; k++) {
+			sem_post(&cold_go[k]);
+			pthread_join(t[k], NULL);
+		}
+	}
+	t_collect();
+	long out = messages_out();
+	CHECKF(out >= 0 && out <= MAIN_HOLDS, "%ld remote-free messages out of the pool after %d "
+	       "abandoned heaps were pushed out of the warm ones with remote frees waiting",
+	       out, COLD_ROUNDS);
+}
+
 enum { FORK_OWNERS = 4, FORK_BLOCKS = 1800 };
 static void *fork_owned[FORK_OWNERS][FORK_BLOCKS];
 static pthread_barrier_t fork_made, fork_freed, fork_drained, fork_done;
@@ -500,6 +557,7 @@ int main(void)
 	test_more_owners_than_batches();
 	test_messages_go_round();
 	test_owners_that_exit();
+	test_cold_heap_messages();
 	test_fork_child_count();
 	return check_finish();
 }
