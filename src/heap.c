@@ -140,20 +140,21 @@ static struct hk_heap *take_cold_heap(void)
     for (unsigned i = 0; i < WARM_ABANDONED && *link != NULL; i++)
         link = &(*link)->next_abandoned;
     struct hk_heap *cold = *link;
-    if (cold != NULL)
+    if (cold != NULL) {
         *link = cold->next_abandoned;
+        cold->next_abandoned = NULL;
+    }
     return cold;
 }
 
-/* A cold heap goes back at the end of the list, behind the warm ones.
- * heaps_lock held. */
-static void append_abandoned(struct hk_heap *h)
+/* Cold heaps (a chain through next_abandoned) go back at the end of the
+ * list, behind the warm ones.  heaps_lock held. */
+static void append_abandoned(struct hk_heap *chain)
 {
     struct hk_heap **link = &abandoned_heaps;
     while (*link != NULL)
         link = &(*link)->next_abandoned;
-    h->next_abandoned = NULL;
-    *link = h;
+    *link = chain;
 }
 
 /* An abandoned heap off the list (no thread can adopt it meanwhile) gives
@@ -185,7 +186,7 @@ void hk_heaps_trim_abandoned(uint64_t now)
         struct hk_heap *h = *link;
         if (h->untrimmed && now >= h->abandoned_at + period) {
             *link = h->next_abandoned;
-            h->next_abandoned = NULL;
+            h->next_abandoned = NULL; /* the end of the chain `due` */
             *tail = h;
             tail = &h->next_abandoned;
             continue;
@@ -202,10 +203,7 @@ void hk_heaps_trim_abandoned(uint64_t now)
     for (struct hk_heap *h = due; h != NULL; h = h->next_abandoned)
         give_back_abandoned(h, HK_PURGE_ABANDONED);
     pthread_mutex_lock(&heaps_lock);
-    for (struct hk_heap *h = due, *next_due; h != NULL; h = next_due) {
-        next_due = h->next_abandoned;
-        append_abandoned(h);
-    }
+    append_abandoned(due);
     pthread_mutex_unlock(&heaps_lock);
 }
 
