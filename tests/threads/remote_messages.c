@@ -412,8 +412,7 @@ static void *cold_thread(void *arg)
 	pthread_barrier_wait(&cold_ready);
 	sem_wait(&cold_go[k]);
 	if (k == 1) {
-		for (size_t i = 0; i < nblocks; i++)
-			t_free(blocks[i]);
+		free_all(NULL);
 		nblocks = 0;
 	}
 	return NULL;
