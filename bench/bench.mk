@@ -1,5 +1,6 @@
-# Benchmark suite: `make bench`, `make bench-ipo`, `make bench-remote`,
-# `make ab A=<rev> B=<rev>`, `make soak DURATION=<s>`.  See bench/README.md.
+# Benchmark suite: `make bench`, `make bench-programs`, `make bench-ipo`,
+# `make bench-remote`, `make ab A=<rev> B=<rev>`, `make soak DURATION=<s>`.
+# See bench/README.md.
 
 BENCH_OUT    := $(BUILD)/bench
 BENCH_WARN   := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
@@ -40,7 +41,8 @@ BENCH_PY = HAKBENCH_MAKE_COMMAND='$(strip make $@ $(foreach v,$(BENCH_VARS),$(if
 	HAKBENCH_PEERS='$(PEERS)' \
 	$(if $(wildcard /usr/bin/python3),/usr/bin/python3,python3) bench/hakbench.py
 
-.PHONY: bench bench-build bench-deps bench-lib bench-ipo bench-remote ab soak
+.PHONY: bench bench-build bench-deps bench-lib bench-ipo bench-remote ab soak \
+	bench-programs
 
 bench-build: $(BENCH_BINS) $(BENCH_NOOP) $(BENCH_PCSAMPLE)
 
@@ -82,6 +84,13 @@ bench-lib:
 bench: bench-deps bench-build bench-lib
 	@$(BENCH_PY) run $(BENCH_SIZE) $(BENCH_WL) $(if $(THREADS),--threads $(THREADS)) \
 		$(BENCH_AL) $(BENCH_EXTRA) $(BENCH_ARGS)
+
+# Real programs (bench/hakbench/programs.py), timed whole, every allocator;
+# WORKLOADS=prog-z3,... picks some.
+bench-programs: bench-build bench-lib
+	@sh scripts/install-bench-deps.sh programs
+	@$(BENCH_PY) run $(BENCH_SIZE) --workloads '$(or $(WORKLOADS),prog-*)' $(BENCH_AL) \
+		$(BENCH_ARGS)
 
 # Headline 1: callgrind instructions per op above the no-op floor.
 bench-ipo: bench-deps bench-build bench-lib

@@ -1,13 +1,17 @@
 #!/bin/sh
 # Installs what `make bench` needs and the machine lacks: the peer allocators
 # (mimalloc, jemalloc, tcmalloc), matplotlib for the charts, valgrind for
-# instruction counts and strace for system-call counts.  Debian packages only;
-# does nothing when all are present.  Needs root to install; without it,
-# says what is missing and lets the suite run with what there is.
+# instruction counts and strace for system-call counts; with the argument
+# `programs`, also the real programs `make bench-programs` runs.  Debian
+# packages only; does nothing when all are present.  Needs root to install;
+# without it, says what is missing and lets the suite run with what there is.
 set -u
 
 PACKAGES="libmimalloc-dev libjemalloc-dev libgoogle-perftools-dev
 python3-matplotlib valgrind strace"
+if [ "${1:-}" = programs ]; then
+    PACKAGES="$PACKAGES python3 sqlite3 lua5.4 perl z3 ghostscript"
+fi
 
 missing=""
 for pkg in $PACKAGES; do

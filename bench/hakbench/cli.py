@@ -33,7 +33,7 @@ def _runs_scale(args, runs_default):
 
 
 def cmd_list(args):
-    for w in workloads.ALL:
+    for w in workloads.ALL + workloads.PROGRAMS:
         print(f"{w.name:24} {paths.rel(w.argv()[0])} {' '.join(map(str, w.argv()[1:]))}\n"
               f"{'':24} {w.about}")
     print("\nallocators here:")

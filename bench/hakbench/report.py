@@ -10,6 +10,13 @@ def _mib(kb):
     return f"{kb / 1024:.1f}"
 
 
+def _mib_of(cell, key):
+    """The median in MiB, or '-' where the workload has no such figure (a
+    real program has no RSS after free)."""
+    s = cell.get(key)
+    return _mib(s["median"]) if s else "-"
+
+
 def _median(cell, key):
     s = cell.get(key)
     return s["median"] if s else None
@@ -209,9 +216,8 @@ def _details(results, allocs):
                 continue
             rows.append([a.name, tables.rate(s["median"]), tables.rate(s["min"]),
                          tables.rate(s["max"]), f"{s['cv_pct']:.1f}%", s["n"],
-                         _mib(c["peak_rss_kb"]["median"]),
-                         _mib(c["rss_after_free_kb"]["median"]),
-                         _mib(c["rss_after_trim_kb"]["median"])])
+                         _mib_of(c, "peak_rss_kb"), _mib_of(c, "rss_after_free_kb"),
+                         _mib_of(c, "rss_after_trim_kb")])
         lines.append(tables.markdown(
             ["allocator", "median ops/s", "min", "max", "CV", "runs",
              "peak RSS MiB", "after free", "after trim"], rows))

@@ -113,9 +113,9 @@ def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
                              for r in rs if r.ok), "call"),
             "cells": {a.name: summarize_cell(per_alloc[a.name], w.extra) for a in allocs},
         }
-        if ipo:
+        if ipo and not w.whole_program:
             _add_ipo(entry, w, allocs, floor, out)
-        if count_syscalls:
+        if count_syscalls and not w.whole_program:
             _add_syscalls(entry, w, allocs, scale, out)
         results.append(entry)
     return results

@@ -32,6 +32,9 @@ class Workload:
     # how many threads one unit of it is (prodcons: a pair).
     threads_at: Optional[int] = None
     threads_per_unit: int = 1
+    # A real program timed whole from outside (bench/workloads/program.c):
+    # no instruction or system-call counts, no RSS after free.
+    whole_program: bool = False
 
     def argv(self, scale=1.0):
         return [paths.binary(self.binary)] + [str(a) for a in self.make_args(scale)]
@@ -120,20 +123,24 @@ ALL = [
              "64 KiB-5 MiB blocks, every page written", ipo_scale=0.25, single_thread=True),
 ]
 
-BY_NAME = {w.name: w for w in ALL}
+# The real programs (programs.py) run only when named: `make bench-programs`.
+from .programs import PROGRAMS  # noqa: E402
+
+BY_NAME = {w.name: w for w in ALL + PROGRAMS}
 
 
 def select(wanted):
-    """Workloads named in a comma list (a name ending in '*' is a prefix)."""
+    """Workloads named in a comma list (a name ending in '*' is a prefix);
+    without one, make bench's own (not the real programs)."""
     if not wanted:
         return list(ALL)
     chosen = []
     for pat in [p.strip() for p in wanted.split(",") if p.strip()]:
-        match = [w for w in ALL
+        match = [w for w in ALL + PROGRAMS
                  if w.name == pat or (pat.endswith("*") and w.name.startswith(pat[:-1]))]
         if not match:
             raise SystemExit(f"unknown workload '{pat}'; have: "
-                             + ", ".join(w.name for w in ALL))
+                             + ", ".join(w.name for w in ALL + PROGRAMS))
         chosen += [w for w in match if w not in chosen]
     return chosen
 
