@@ -387,7 +387,9 @@ static void region_shrink(struct hk_arena *a, unsigned kind)
  * the union of what each touched.  How far down the dirty list to look. */
 #define DIRTY_SCAN 16
 
-static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigned cls)
+/* `fresh`: the page holds no memory yet (purged, or never used), so taking
+ * it grows the heap's resident memory. */
+static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigned cls, bool *fresh)
 {
     struct hk_region *r = &a->region[kind];
     unsigned shift = hk_page_shift(kind);
@@ -417,6 +419,7 @@ static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigne
             r->cleanmap[w] &= r->cleanmap[w] - 1;
             r->clean_hint = w;
             hk_purge_note_refault(a->heap);
+            *fresh = true;
             return hk_page_header(page_addr(a, kind, w * 64 + bit), shift);
         }
     }
@@ -426,6 +429,7 @@ static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigne
     uint32_t index = atomic_load_explicit(&r->hwm, memory_order_relaxed);
     /* Other threads read hwm in hk_block_home, without a lock. */
     atomic_store_explicit(&r->hwm, index + 1, memory_order_release);
+    *fresh = true;
     return hk_page_header(page_addr(a, kind, index), shift);
 }
 
@@ -458,9 +462,9 @@ uint64_t hk_region_dirty_bytes(const struct hk_arena *a, unsigned kind)
     return bytes;
 }
 
-static struct hk_page *region_take(struct hk_arena *a, unsigned kind, unsigned cls)
+static struct hk_page *region_take(struct hk_arena *a, unsigned kind, unsigned cls, bool *fresh)
 {
-    struct hk_page *pg = take_free_page(a, kind, cls);
+    struct hk_page *pg = take_free_page(a, kind, cls, fresh);
     if (pg == NULL)
         return NULL;
     /* A compact arena's page needs at least one block of the class mapped
@@ -487,18 +491,21 @@ struct hk_page *hk_arena_page_alloc(struct hk_heap *h, unsigned cls)
     unsigned kind = hk_classes[cls].kind;
     struct hk_page *pg = NULL;
     struct hk_arena *last = NULL;
+    bool fresh = false;
     pthread_mutex_lock(&h->pool_lock);
     for (struct hk_arena *a = h->arenas; a != NULL && pg == NULL; a = a->next) {
-        pg = region_take(a, kind, cls);
+        pg = region_take(a, kind, cls, &fresh);
         last = a;
     }
     if (pg == NULL) {
         struct hk_arena *a = hk_arena_create(h, 0);
         if (a != NULL) {
             last->next = a;
-            pg = region_take(a, kind, cls);
+            pg = region_take(a, kind, cls, &fresh);
         }
     }
+    if (pg != NULL && fresh)
+        hk_purge_for_growth(h, kind);
     pthread_mutex_unlock(&h->pool_lock);
     return pg;
 }

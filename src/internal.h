@@ -595,6 +595,7 @@ enum hk_purge_mode {
 };
 size_t hk_heap_purge(struct hk_heap *h, enum hk_purge_mode mode, bool wait);
 void hk_release_all_memory(void); /* before a retry when memory ran out */
+void hk_purge_for_growth(struct hk_heap *h, unsigned kind); /* pool lock held */
 void hk_purge_note_refault(struct hk_heap *h); /* pool lock held */
 uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind); /* pool lock held */
 

@@ -81,6 +81,34 @@ uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind)
     return pages > UINT32_MAX ? UINT32_MAX : (uint32_t)pages;
 }
 
+/* h took a page of `kind` that holds no memory yet: its demand grows
+ * there.  The free pages of its other kinds that it keeps beyond idle_keep
+ * (kept longer as its purge delay grew, for their own kind's next breath)
+ * go now, as much as that page holds: demand that moved from one size to
+ * another would otherwise keep both (sqlite3 frees 10 MiB of 1152-byte
+ * records, then fills 4608-byte pages, retiring none, so no purge comes).
+ * Pool lock held; hk_region_purge drops it around the system calls. */
+void hk_purge_for_growth(struct hk_heap *h, unsigned kind)
+{
+    struct hk_arena *a = h->arenas;
+    size_t bytes = (size_t)1 << hk_page_shift(kind);
+    for (unsigned k = 0; k < HK_NKINDS && bytes != 0; k++) {
+        if (k == kind)
+            continue;
+        struct hk_region *r = &a->region[k];
+        uint64_t keep = hk_config.idle_keep >> hk_page_shift(k);
+        if (r->ndirty <= keep)
+            continue;
+        size_t page = (size_t)1 << hk_page_shift(k);
+        uint64_t n = (bytes + page - 1) / page;
+        if (n > r->ndirty - keep)
+            n = r->ndirty - keep;
+        size_t purged = hk_region_purge(h, a, k, 0, r->ndirty - (uint32_t)n);
+        hk_stat_add(&hk_os_stats.purged_bytes, purged);
+        bytes = purged >= bytes ? 0 : bytes - purged;
+    }
+}
+
 /* Memory ran out: give back every free page and empty arena of every heap,
  * and the huge cache, so that a retry may find room. */
 void hk_release_all_memory(void)
