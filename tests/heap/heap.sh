@@ -145,6 +145,14 @@ exchange-bulk)
 	check "site_left: 32 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_left 32
 	check "site_right: 32 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_right 32
 	;;
+grow)
+	# A buffer grown by realloc past the huge size: the kernel moves its
+	# pages with the profiler on too (the program counts its page faults),
+	# and the profile holds it whole at exit.
+	check "output: glibc = hakmem = hakmem profiling" same_output grow "$B/profiled" grow
+	"$HAKMEM" heap -o "$WORK/p" -- "$B/profiled" grow >/dev/null
+	check "site_grow: 128 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_grow 128
+	;;
 trim)
 	# The free sample slots' memory goes back with the rest on malloc_trim,
 	# and the memory the process held comes back under glibc and hakmem off

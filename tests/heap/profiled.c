@@ -25,6 +25,12 @@
  *            by another thread; "slots double" and "slots inside" then
  *            free a block twice, or 16 bytes into it (must abort)
  *   killed   as small, then SIGKILL: no exit dump, only those made on the way
+ *   grow     a buffer grown by realloc from 1 MiB to 128 MiB, 1 MiB a step,
+ *            each new MiB written, live at exit: the kernel moves its pages
+ *            (mremap), so the process takes about one page fault per page
+ *            written, not one per page copied at every step (8 GiB); it
+ *            checks that itself, from its own page faults, with transparent
+ *            huge pages off (a copy into huge pages faults 512 times less)
  *   trim     large blocks written whole, allocated and freed (about every
  *            other one a sample, so free sample slots gather); after
  *            malloc_trim the process holds at most 2 MiB more than before
@@ -40,6 +46,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,6 +97,45 @@ static void small(void)
     for (int i = 0; i < 1 << 20; i++)
         site_small();
     printf("small: 64 MiB in 64-byte blocks\n");
+}
+
+__attribute__((noinline)) static char *site_grow(char *p, size_t size)
+{
+    char *q = realloc(p, size);
+    __asm__ volatile("" : : "r"(q) : "memory"); /* not a tail call: a frame */
+    return q;
+}
+
+static int grow(void)
+{
+    const size_t step = (size_t)1 << 20, total = (size_t)128 << 20;
+    prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    char *p = NULL;
+    for (size_t size = step; size <= total; size += step) {
+        p = site_grow(p, size);
+        if (p == NULL) {
+            printf("grow: realloc to %zu bytes failed\n", size);
+            return 1;
+        }
+        memset(p + size - step, (int)(size / step), step);
+    }
+    getrusage(RUSAGE_SELF, &after);
+    for (size_t size = step; size <= total; size += step)
+        if (p[size - 1] != (char)(size / step)) {
+            printf("grow: byte %zu lost\n", size - 1);
+            return 1;
+        }
+    /* Copied at every step, the faults would be about Sum(k) MiB / 4 KiB, 2.1 M. */
+    long faults = after.ru_minflt - before.ru_minflt, most = 2 * (long)(total >> 12);
+    if (faults > most) {
+        printf("grow: %ld page faults for 128 MiB written, more than %ld\n", faults, most);
+        return 1;
+    }
+    kept = (void **)p; /* live at exit */
+    printf("grow: 128 MiB grown by realloc 1 MiB at a time\n");
+    return 0;
 }
 
 __attribute__((noinline)) static void site_passing(void)
@@ -387,6 +434,8 @@ int main(int argc, char **argv)
         exchange(true);
     } else if (strcmp(mode, "busy") == 0) {
         busy();
+    } else if (strcmp(mode, "grow") == 0) {
+        return grow();
     } else if (strcmp(mode, "trim") == 0) {
         return trim();
     } else if (strcmp(mode, "slots") == 0) {
@@ -396,7 +445,7 @@ int main(int argc, char **argv)
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|exchange-bulk|busy|signal|trim|slots\n");
+        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|exchange-bulk|busy|signal|grow|trim|slots\n");
         return 2;
     }
     return 0;
