@@ -391,6 +391,7 @@ static void region_shrink(struct hk_arena *a, unsigned kind)
  * it grows the heap's resident memory. */
 static struct hk_page *take_free_page(struct hk_arena *a, unsigned kind, unsigned cls, bool *fresh)
 {
+    *fresh = false;
     struct hk_region *r = &a->region[kind];
     unsigned shift = hk_page_shift(kind);
     struct hk_page *pg = r->dirty;

@@ -411,38 +411,28 @@ static HK_NOINLINE void *huge_realloc_sampled(void *p, size_t size, size_t len)
         return NULL;
     struct huge_entry grown = {.sampled = size};
     unsigned what = hk_heap_sample_huge(size, &grown.site);
-    void *q = NULL;
-    if (what & HK_SAMPLE_GUARD) {
-        q = hk_guard_alloc(size, HK_OS_PAGE, false, grown.site, size);
-        if (q != NULL)
-            memcpy(q, p, size < e.size ? size : e.size);
-    } else {
-        q = resize(p, e.size, len);
-    }
+    bool guarded = what & HK_SAMPLE_GUARD;
+    void *q = guarded ? hk_guard_alloc(size, HK_OS_PAGE, false, grown.site, size)
+                      : resize(p, e.size, len);
+    bool remapped = q != NULL && !guarded;
     if (q == NULL) {
         if (grown.site != 0)
             hk_heap_sample_freed(grown.site, size);
-        grown = e;
-        len = e.size;
         errno = ENOMEM;
-    } else if (e.site != 0) {
-        hk_heap_sample_freed(e.site, e.sampled);
     }
-    if (what & HK_SAMPLE_GUARD && q != NULL) {
-        /* p is freed as any huge block is, its entry put back first. */
-        hk_lock(&huge_lock);
-        bool ok = insert((uintptr_t)p, e.size, &(struct huge_entry){0});
-        hk_unlock(&huge_lock);
-        if (!ok)
-            hk_fatal("cannot grow the huge block registry");
-        hak_free(p);
-        return q;
-    }
+    /* The entry back: the remapped block's, or p's as it was (a guarded
+     * copy then frees p as any huge block, letting its sample go). */
     hk_lock(&huge_lock);
-    bool ok = insert((uintptr_t)(q ? q : p), len, &grown);
+    bool ok = remapped ? insert((uintptr_t)q, len, &grown) : insert((uintptr_t)p, e.size, &e);
     hk_unlock(&huge_lock);
     if (!ok)
         hk_fatal("cannot grow the huge block registry");
+    if (remapped && e.site != 0)
+        hk_heap_sample_freed(e.site, e.sampled);
+    if (guarded && q != NULL) {
+        memcpy(q, p, size < e.size ? size : e.size);
+        hak_free(p);
+    }
     return q;
 }
 
