@@ -10,16 +10,16 @@ def _mib(kb):
     return f"{kb / 1024:.1f}"
 
 
-def _mib_of(cell, key):
-    """The median in MiB, or '-' where the workload has no such figure (a
-    real program has no RSS after free)."""
-    s = cell.get(key)
-    return _mib(s["median"]) if s else "-"
-
-
 def _median(cell, key):
     s = cell.get(key)
     return s["median"] if s else None
+
+
+def _mib_of(cell, key):
+    """The median in MiB, or '-' where the workload has no such figure (a
+    real program has no RSS after free)."""
+    v = _median(cell, key)
+    return "-" if v is None else _mib(v)
 
 
 def _failed(cell):

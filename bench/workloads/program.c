@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "json.h"
 #include "probe.h"
+#include "report.h"
 
 int main(int argc, char **argv)
 {
@@ -64,24 +65,19 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    /* The result line as report.c writes it, without its RSS readings:
+     * they would be this driver's, not the program's. */
     fputs("HAKBENCH-RESULT {", stdout);
     json_put_str("workload", argv[1]);
-    fputs(", ", stdout);
-    json_put_int("ops", 1);
-    fputs(", ", stdout);
-    json_put_num("seconds", seconds);
-    fputs(", ", stdout);
-    json_put_num("ops_per_sec", seconds > 0 ? 1.0 / seconds : 0);
+    report_int("ops", 1);
+    report_num("seconds", seconds);
+    report_num("ops_per_sec", seconds > 0 ? 1.0 / seconds : 0);
     fputs(", ", stdout);
     json_put_str("op_unit", "run");
-    fputs(", ", stdout);
-    json_put_int("peak_rss_kb", ru.ru_maxrss);
-    fputs(", ", stdout);
-    json_put_num("user_s", (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6);
-    fputs(", ", stdout);
-    json_put_num("sys_s", (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6);
-    fputs(", ", stdout);
-    json_put_int("minor_faults", ru.ru_minflt);
-    fputs("}\n", stdout);
+    report_int("peak_rss_kb", ru.ru_maxrss);
+    report_num("user_s", (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6);
+    report_num("sys_s", (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6);
+    report_int("minor_faults", ru.ru_minflt);
+    report_end();
     return 0;
 }
