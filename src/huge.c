@@ -41,13 +41,17 @@ static size_t table_live; /* live entries */
  * heap_profile.c), kept apart, oldest first, and reused as they come, under
  * the lock the registry takes anyway.  One comes every few dozen medium
  * allocations then, too often for the huge cache's clock, merging and
- * splitting.  At most SPARES of them, and SPARE_BYTES or the bytes of the
- * stand-ins live, whichever is more: the spares' memory follows the sampled
- * blocks' (churn-large profiled, 16 B-256 KiB blocks, 4 threads a wave:
- * with 16 spares and 4 MiB, 100 K page faults and 1.8 s, against 46 K and
- * 0.9 s so; 0.65 s unprofiled).  Any purge of the cache sends them there. */
-#define SPARES 64
+ * splitting.  At most SPARES of them, and SPARE_BYTES or the most bytes of
+ * stand-ins live at once in the last huge_cache_ms, whichever is more: the
+ * spares' memory follows the sampled blocks' peak, so a program whose
+ * threads free their blocks and the next ones allocate as many finds them
+ * all (churn-large profiled, 16 B-256 KiB blocks, 4 threads a wave: spares
+ * bounded by the stand-ins live, 64 of them, 60 K page faults and 1.1 s;
+ * so, 33 K and 0.7 s; 0.63 s unprofiled).  Any purge of the cache sends
+ * them there. */
+#define SPARES 256
 #define SPARE_BYTES ((size_t)4 << 20)
+#define SPARES_OUT 8 /* spares a free sends to the cache at most */
 struct spare {
     uintptr_t addr;
     size_t len;
@@ -56,6 +60,10 @@ static struct spare spares[SPARES];
 static unsigned nspares;
 static size_t spare_bytes;
 static size_t standin_bytes; /* of the live stand-ins */
+/* Their most since peak_from (hk_clock_ms), and before it: a window ends
+ * at the first free past SPARE_BYTES huge_cache_ms after it began. */
+static size_t standin_peak, standin_peak_before;
+static uint64_t peak_from;
 
 /* The statistics' huge_live_bytes: written only under the lock, so with
  * no locked instruction (a stand-in of the heap profiler may come and go
@@ -132,6 +140,8 @@ static bool insert(uintptr_t addr, size_t size, const struct huge_entry *sample)
     live_bytes_add((int64_t)size);
     if (sample->usable != 0)
         standin_bytes += size;
+    if (standin_bytes > standin_peak)
+        standin_peak = standin_bytes;
     return true;
 }
 
@@ -282,16 +292,31 @@ static struct spare take_spare(size_t len, size_t align)
     return (struct spare){0, 0};
 }
 
-/* Keep a freed stand-in's range: the oldest spares make room, into out
- * (for the cache, once the lock is released); their number.  Lock held. */
-static unsigned keep_spare(uintptr_t addr, size_t len, struct spare *out)
+/* Keep a freed stand-in's range, the oldest spares making room, or not:
+ * those that go, into out (for the cache, once the lock is released);
+ * their number.  Lock held. */
+static unsigned keep_spare(uintptr_t addr, size_t len, struct spare out[SPARES_OUT])
 {
+    if (spare_bytes + len > SPARE_BYTES) {
+        uint64_t now = hk_clock_ms();
+        if (now - peak_from > hk_config.huge_cache_ms) {
+            standin_peak_before = standin_peak;
+            standin_peak = standin_bytes;
+            peak_from = now;
+        }
+    }
+    size_t most = standin_peak > standin_peak_before ? standin_peak : standin_peak_before;
+    if (most < SPARE_BYTES)
+        most = SPARE_BYTES;
     unsigned n = 0;
-    size_t most = standin_bytes > SPARE_BYTES ? standin_bytes : SPARE_BYTES;
-    while (nspares > 0 && (nspares == SPARES || spare_bytes + len > most)) {
+    while (nspares > 0 && n < SPARES_OUT - 1 && (nspares == SPARES || spare_bytes + len > most)) {
         out[n++] = spares[0];
         spare_bytes -= spares[0].len;
         memmove(&spares[0], &spares[1], --nspares * sizeof spares[0]);
+    }
+    if (nspares == SPARES || spare_bytes + len > most) {
+        out[n++] = (struct spare){addr, len};
+        return n;
     }
     spares[nspares++] = (struct spare){addr, len};
     spare_bytes += len;
@@ -300,15 +325,20 @@ static unsigned keep_spare(uintptr_t addr, size_t len, struct spare *out)
 
 void hk_huge_spares_release(void)
 {
-    struct spare out[SPARES];
-    hk_lock(&huge_lock);
-    unsigned n = nspares;
-    memcpy(out, spares, n * sizeof *out);
-    nspares = 0;
-    spare_bytes = 0;
-    hk_unlock(&huge_lock);
-    for (unsigned i = 0; i < n; i++)
-        hk_huge_cache_put(out[i].addr, out[i].len);
+    for (;;) {
+        struct spare out[SPARES_OUT];
+        hk_lock(&huge_lock);
+        unsigned n = nspares < SPARES_OUT ? nspares : SPARES_OUT;
+        nspares -= n;
+        memcpy(out, &spares[nspares], n * sizeof *out);
+        for (unsigned i = 0; i < n; i++)
+            spare_bytes -= out[i].len;
+        hk_unlock(&huge_lock);
+        if (n == 0)
+            return;
+        for (unsigned i = 0; i < n; i++)
+            hk_huge_cache_put(out[i].addr, out[i].len);
+    }
 }
 
 size_t hk_huge_spares_held(uint64_t *ranges)
@@ -357,7 +387,7 @@ bool hk_huge_free(void *p)
     if (addr & (HK_OS_PAGE - 1))
         return false;
     struct huge_entry e;
-    struct spare out[SPARES];
+    struct spare out[SPARES_OUT];
     unsigned nout = 0;
     hk_lock(&huge_lock);
     bool found = take_entry(addr, &e);

@@ -31,6 +31,12 @@
  *            written, not one per page copied at every step (8 GiB); it
  *            checks that itself, from its own page faults, with transparent
  *            huge pages off (a copy into huge pages faults 512 times less)
+ *   waves    four waves of 3 threads, each thread allocating 64 blocks of
+ *            128 KiB, writing every page and freeing them as it ends; with
+ *            "waves faults" (run with every allocation a sample, so that
+ *            each block is a stand-in), the last three waves must take at
+ *            most a quarter of the first one's page faults: a freed
+ *            stand-in's memory serves the next wave's
  *   trim     large blocks written whole, allocated and freed (about every
  *            other one a sample, so free sample slots gather); after
  *            malloc_trim the process holds at most 2 MiB more than before
@@ -336,6 +342,70 @@ static long resident_kib(void)
     return kib;
 }
 
+#define WAVE_THREADS 3
+#define WAVE_BLOCKS 64
+#define WAVE_BLOCK ((size_t)128 << 10)
+
+__attribute__((noinline)) static void *site_wave(void)
+{
+    return malloc(WAVE_BLOCK);
+}
+
+static void *wave_worker(void *arg)
+{
+    void *b[WAVE_BLOCKS];
+    for (int i = 0; i < WAVE_BLOCKS; i++) {
+        b[i] = site_wave();
+        if (b[i] == NULL)
+            return arg;
+        for (size_t off = 0; off < WAVE_BLOCK; off += 4096)
+            ((char *)b[i])[off] = (char)i;
+    }
+    for (int i = 0; i < WAVE_BLOCKS; i++)
+        free(b[i]);
+    return NULL;
+}
+
+/* Page faults of one wave of threads (their stacks are glibc's, reused). */
+static long wave(void)
+{
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    pthread_t t[WAVE_THREADS];
+    void *failed = NULL;
+    for (int i = 0; i < WAVE_THREADS; i++)
+        pthread_create(&t[i], NULL, wave_worker, &failed);
+    for (int i = 0; i < WAVE_THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        if (r != NULL)
+            return -1;
+    }
+    getrusage(RUSAGE_SELF, &after);
+    return after.ru_minflt - before.ru_minflt;
+}
+
+static int waves(bool check_faults)
+{
+    prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); /* faults by 4 KiB: the count shows reuse */
+    long first = wave(), later = 0;
+    for (int i = 0; i < 3 && first >= 0; i++) {
+        long f = wave();
+        later = f < 0 || later < 0 ? -1 : later + f;
+    }
+    if (first < 0 || later < 0) {
+        printf("waves: malloc failed\n");
+        return 1;
+    }
+    if (check_faults && later > first / 4) {
+        printf("waves: the first wave took %ld page faults, the next three %ld: more than a quarter\n",
+               first, later);
+        return 1;
+    }
+    printf("waves: 4 waves of %d threads, %d blocks of 128 KiB each\n", WAVE_THREADS, WAVE_BLOCKS);
+    return 0;
+}
+
 static int trim(void)
 {
     void *live[8] = {0};
@@ -436,6 +506,8 @@ int main(int argc, char **argv)
         busy();
     } else if (strcmp(mode, "grow") == 0) {
         return grow();
+    } else if (strcmp(mode, "waves") == 0) {
+        return waves(argc > 2 && strcmp(argv[2], "faults") == 0);
     } else if (strcmp(mode, "trim") == 0) {
         return trim();
     } else if (strcmp(mode, "slots") == 0) {
@@ -445,7 +517,7 @@ int main(int argc, char **argv)
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|exchange-bulk|busy|signal|grow|trim|slots\n");
+        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|exchange-bulk|busy|signal|grow|waves|trim|slots\n");
         return 2;
     }
     return 0;
