@@ -2,15 +2,20 @@
 
 For each workload and each run index, every allocator runs once before the
 next run index starts, so a slow spell of the shared machine hits all
-allocators alike rather than one.  Each run index starts one allocator
-later (A B C D, B C D A, C D A B ...): on the project's VM a run that
-follows other work can be several times slower, its time in the kernel
-zeroing the pages it faults in (`large` with hakmem, the first of four
-runs after large-5m: 518 calls/s, then 2,567-2,995; tcmalloc's first
-1,691, then 2,042-2,338), and with a fixed order that was always the
-first allocator's run.
+allocators alike rather than one.  The order differs from run index to run
+index, a shuffle seeded by the workload's name and the index (the same in
+every suite run): on the project's VM a run that follows other work can be
+several times slower, its time in the kernel zeroing the pages it faults
+in, and how much depends on what ran just before.  With a fixed order that
+was always the first allocator's run (`large` with hakmem, the first of
+four runs after large-5m: 518 calls/s, then 2,567-2,995); with the order
+rotated by one each index, each allocator still followed the same one
+every time but the first: `large` with hakmem after snmalloc 608-804
+calls/s, after hakmem itself 2,755-2,913; two reports' `large` rows had
+hakmem at 0.27 and 0.51 of the same library's throughput profiled.
 """
 import os
+import random
 import shutil
 import sys
 import time
@@ -86,7 +91,9 @@ def run_suite(workloads, allocs, runs, scale, ipo=False, count_syscalls=False,
         per_alloc = {a.name: [] for a in allocs}
         for i in range(runs):
             line = []
-            for a in allocs[i % len(allocs):] + allocs[:i % len(allocs)]:
+            order = list(allocs)
+            random.Random(f"{w.name}:{i}").shuffle(order)
+            for a in order:
                 earlier = per_alloc[a.name]
                 if earlier and earlier[-1].error and "timed out" in earlier[-1].error:
                     # A hang costs the whole timeout: do not wait for it again.
