@@ -121,6 +121,10 @@ ALL = [
     Workload("large-5m", "large",
              lambda s: [n(3000, s, 300), 8, 65536, 5 << 20, 4096, 42],
              "64 KiB-5 MiB blocks, every page written", ipo_scale=0.25, single_thread=True),
+    Workload("large-512k", "large",
+             lambda s: [n(10_000, s, 1000), 8, 65536, 512 << 10, 4096, 42],
+             "64-512 KiB blocks (size classes), every page written", ipo_scale=0.25,
+             single_thread=True),
 ]
 
 # The real programs (programs.py) run only when named: `make bench-programs`.
