@@ -138,10 +138,11 @@ static bool insert(uintptr_t addr, size_t size, const struct huge_entry *sample)
     table[i].size = size;
     table_live++;
     live_bytes_add((int64_t)size);
-    if (sample->usable != 0)
+    if (sample->usable != 0) {
         standin_bytes += size;
-    if (standin_bytes > standin_peak)
-        standin_peak = standin_bytes;
+        if (standin_bytes > standin_peak)
+            standin_peak = standin_bytes;
+    }
     return true;
 }
 

@@ -105,6 +105,14 @@ static void small(void)
     printf("small: 64 MiB in 64-byte blocks\n");
 }
 
+/* The process's page faults so far, its threads' included. */
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
 __attribute__((noinline)) static char *site_grow(char *p, size_t size)
 {
     char *q = realloc(p, size);
@@ -116,8 +124,7 @@ static int grow(void)
 {
     const size_t step = (size_t)1 << 20, total = (size_t)128 << 20;
     prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    struct rusage before, after;
-    getrusage(RUSAGE_SELF, &before);
+    long before = minor_faults();
     char *p = NULL;
     for (size_t size = step; size <= total; size += step) {
         p = site_grow(p, size);
@@ -127,14 +134,13 @@ static int grow(void)
         }
         memset(p + size - step, (int)(size / step), step);
     }
-    getrusage(RUSAGE_SELF, &after);
+    long faults = minor_faults() - before, most = 2 * (long)(total >> 12);
     for (size_t size = step; size <= total; size += step)
         if (p[size - 1] != (char)(size / step)) {
             printf("grow: byte %zu lost\n", size - 1);
             return 1;
         }
     /* Copied at every step, the faults would be about Sum(k) MiB / 4 KiB, 2.1 M. */
-    long faults = after.ru_minflt - before.ru_minflt, most = 2 * (long)(total >> 12);
     if (faults > most) {
         printf("grow: %ld page faults for 128 MiB written, more than %ld\n", faults, most);
         return 1;
@@ -351,13 +357,16 @@ __attribute__((noinline)) static void *site_wave(void)
     return malloc(WAVE_BLOCK);
 }
 
+static char wave_failed; /* a worker's result when malloc failed */
+
 static void *wave_worker(void *arg)
 {
+    (void)arg;
     void *b[WAVE_BLOCKS];
     for (int i = 0; i < WAVE_BLOCKS; i++) {
         b[i] = site_wave();
         if (b[i] == NULL)
-            return arg;
+            return &wave_failed;
         for (size_t off = 0; off < WAVE_BLOCK; off += 4096)
             ((char *)b[i])[off] = (char)i;
     }
@@ -369,34 +378,29 @@ static void *wave_worker(void *arg)
 /* Page faults of one wave of threads (their stacks are glibc's, reused). */
 static long wave(void)
 {
-    struct rusage before, after;
-    getrusage(RUSAGE_SELF, &before);
+    long before = minor_faults();
     pthread_t t[WAVE_THREADS];
-    void *failed = NULL;
     for (int i = 0; i < WAVE_THREADS; i++)
-        pthread_create(&t[i], NULL, wave_worker, &failed);
+        pthread_create(&t[i], NULL, wave_worker, NULL);
+    bool failed = false;
     for (int i = 0; i < WAVE_THREADS; i++) {
         void *r;
         pthread_join(t[i], &r);
-        if (r != NULL)
-            return -1;
+        failed |= r != NULL;
     }
-    getrusage(RUSAGE_SELF, &after);
-    return after.ru_minflt - before.ru_minflt;
+    return failed ? -1 : minor_faults() - before;
 }
 
 static int waves(bool check_faults)
 {
     prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); /* faults by 4 KiB: the count shows reuse */
-    long first = wave(), later = 0;
-    for (int i = 0; i < 3 && first >= 0; i++) {
-        long f = wave();
-        later = f < 0 || later < 0 ? -1 : later + f;
-    }
-    if (first < 0 || later < 0) {
-        printf("waves: malloc failed\n");
-        return 1;
-    }
+    long faults[4];
+    for (int i = 0; i < 4; i++)
+        if ((faults[i] = wave()) < 0) {
+            printf("waves: malloc failed\n");
+            return 1;
+        }
+    long first = faults[0], later = faults[1] + faults[2] + faults[3];
     if (check_faults && later > first / 4) {
         printf("waves: the first wave took %ld page faults, the next three %ld: more than a quarter\n",
                first, later);
