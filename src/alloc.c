@@ -67,5 +67,13 @@ HK_NOINLINE void *hk_aligned_slow(size_t align, size_t size)
     unsigned cls = hk_aligned_class(size, align);
     if (cls == 0)
         return hk_huge_alloc(size, align, false);
+    /* A span page's blocks (64 KiB and up) start at a slice, aligned to
+     * 16 KiB (a size below 64 KiB that the alignment took to a class of
+     * them asks for 64 KiB).  A larger alignment takes a block of its
+     * class's own pages, aligned to the class's size.  (Not malloc's path:
+     * a block from the huge chunk is aligned to a page only.) */
+    struct hk_heap *h = hk_tls.heap;
+    if (align <= HK_SPAN_SLICE && h != NULL && h->current[cls] == NULL && hk_span_serves(h, cls))
+        return hk_span_malloc(h, size > HK_SPAN_MIN ? size : HK_SPAN_MIN, cls);
     return alloc_from_class(cls);
 }

@@ -51,6 +51,16 @@ HK_API void *hak_calloc(size_t count, size_t size)
 }
 HK_ALIAS(calloc, hak_calloc)
 
+/* A block of a span page: its run of slices. */
+static HK_NOINLINE size_t span_usable_size(const struct hk_page *pg, const void *p,
+                                           const char *call)
+{
+    size_t size = hk_span_block_size(pg, p);
+    if (size == 0) /* inside a block, or free */
+        hk_invalid_pointer(call, p);
+    return size;
+}
+
 /* Everything but the thread's own blocks: out of line, so that
  * hk_usable_size's common path keeps no stack frame. */
 static HK_NOINLINE size_t usable_size_slow(const void *p, const char *call)
@@ -60,7 +70,7 @@ static HK_NOINLINE size_t usable_size_slow(const void *p, const char *call)
     struct hk_page *pg = hk_page_of(p);
     if (pg != NULL) {
         HK_SECURE_LIVE(pg, p, call);
-        return pg->block_size;
+        return pg->cls == HK_SPAN_CLASS ? span_usable_size(pg, p, call) : pg->block_size;
     }
     size_t size = hk_heap_sample_slot_usable(p);
     if (size == 0)
@@ -76,8 +86,12 @@ static HK_NOINLINE size_t usable_size_slow(const void *p, const char *call)
  * The thread's own blocks are found by masking, as free finds them. */
 size_t hk_usable_size(const void *p, const char *call)
 {
-    if (!HK_SECURE_ON && hk_own_arena(p))
-        return hk_page_of_any_block(p)->block_size;
+    if (!HK_SECURE_ON && hk_own_arena(p)) {
+        const struct hk_page *pg = hk_page_of_any_block(p);
+        if (HK_UNLIKELY(pg->cls == HK_SPAN_CLASS))
+            return span_usable_size(pg, p, call);
+        return pg->block_size;
+    }
     return usable_size_slow(p, call);
 }
 
@@ -87,13 +101,24 @@ HK_API size_t hak_malloc_usable_size(const void *p)
 }
 HK_ALIAS(malloc_usable_size, hak_malloc_usable_size)
 
-/* realloc of a block of `old` usable bytes that must move (or be freed). */
+/* Growing within the block, or shrinking it a little, keeps it. */
+static inline bool realloc_keeps(size_t size, size_t old)
+{
+    return size != 0 && size <= old && (size >= old / 2 || old <= 32);
+}
+
+/* realloc of a block of `old` usable bytes that must move (or be freed).
+ * A block of a span page came with its page's slice size (hak_realloc
+ * reads no run map): its own size decides again. */
 static HK_NOINLINE void *realloc_move(void *p, size_t size, size_t old)
 {
     if (size == 0) { /* as glibc: free and return NULL */
         hak_free(p);
         return NULL;
     }
+    if (old == HK_SPAN_SLICE && (old = hk_usable_size(p, "realloc")) != HK_SPAN_SLICE &&
+        realloc_keeps(size, old))
+        return p;
     if (old > HK_LARGE_MAX && size > HK_LARGE_MAX) {
         void *q = hk_huge_realloc(p, size); /* the kernel moves the pages */
         if (q != NULL)
@@ -107,12 +132,6 @@ static HK_NOINLINE void *realloc_move(void *p, size_t size, size_t old)
     return q;
 }
 
-/* Growing within the block, or shrinking it a little, keeps it. */
-static inline bool realloc_keeps(size_t size, size_t old)
-{
-    return size != 0 && size <= old && (size >= old / 2 || old <= 32);
-}
-
 /* Not the thread's own block (hak_realloc has tested that). */
 static HK_NOINLINE void *realloc_slow(void *p, size_t size)
 {
@@ -123,7 +142,9 @@ static HK_NOINLINE void *realloc_slow(void *p, size_t size)
 }
 
 /* The thread's own block that stays where it is (a string grown by a few
- * bytes) is answered with no stack frame and no call. */
+ * bytes) is answered with no stack frame and no call.  A block of a span
+ * page reads as its page's slice, 16 KiB, here: one asked down to 8-16 KiB
+ * stays where it is, larger, and any other goes to realloc_move. */
 HK_API void *hak_realloc(void *p, size_t size)
 {
     if (!HK_SECURE_ON && hk_own_arena(p)) {

@@ -181,6 +181,48 @@ static void check_bitmap(const struct hk_page *pg, const char *file, int line)
         PAGE_FAIL("touched or reach beyond the last block");
 }
 
+/* A span page (span_page.c): every slice out belongs to exactly one run,
+ * which starts where the run map says its length (that of a block of a
+ * span class); every other slice is free and starts nothing.  No run of
+ * free slices is longer than `longest`.  A span page is always on its
+ * heap's queue, and the queue is in address order. */
+static void check_span(const struct hk_page *pg, const char *file, int line)
+{
+    const uint8_t *runs = hk_span_runs(pg);
+    unsigned run = 0, free_run = 0;
+    for (unsigned i = 0; i < pg->capacity; i++) {
+        bool free_bit = pg->free_map[i / 64] >> (i % 64) & 1;
+        if (runs[i] != 0) {
+            if (run != 0)
+                PAGE_FAIL("a block starts inside another");
+            run = runs[i];
+            /* A span class's sizes are above the class below HK_SPAN_MIN,
+             * which is at least 3 slices (48 KiB). */
+            if (run < (HK_SPAN_MIN >> HK_SPAN_SLICE_SHIFT) || run > (HK_LARGE_MAX >> HK_SPAN_SLICE_SHIFT))
+                PAGE_FAIL("a span block of no span class's size");
+        }
+        if (run != 0) {
+            if (free_bit)
+                PAGE_FAIL("a slice of a block out is free");
+            run--;
+        } else if (!free_bit) {
+            PAGE_FAIL("a slice out belongs to no block");
+        }
+        free_run = free_bit ? free_run + 1 : 0;
+        if (free_run > pg->longest)
+            PAGE_FAIL("a run of free slices is longer than `longest`");
+    }
+    if (run != 0)
+        PAGE_FAIL("a span block runs past the page's capacity");
+    for (unsigned i = pg->capacity; i < HK_BITMAP_WORDS * 64; i++)
+        if (runs[i] != 0)
+            PAGE_FAIL("a block starts past the page's capacity");
+    if (pg->state != HK_PAGE_AVAILABLE)
+        PAGE_FAIL("a span page is not on its queue");
+    if ((pg->prev != NULL && pg->prev >= pg) || (pg->next != NULL && pg->next <= pg))
+        PAGE_FAIL("the span pages are out of address order");
+}
+
 void hk_page_check(const struct hk_page *pg, const char *file, int line)
 {
     if (pg->state == HK_PAGE_FREE) {
@@ -189,7 +231,7 @@ void hk_page_check(const struct hk_page *pg, const char *file, int line)
         return;
     }
     const struct hk_heap *h = pg->heap;
-    if (h == NULL || pg->cls == 0 || pg->cls >= HK_NCLASSES)
+    if (h == NULL || pg->cls == 0 || pg->cls >= HK_PAGE_CLASSES)
         PAGE_FAIL("no owner, or no size class");
     const struct hk_class *k = &hk_classes[pg->cls];
     if (pg->block_size != k->block_size || pg->kind != k->kind ||
@@ -221,6 +263,8 @@ void hk_page_check(const struct hk_page *pg, const char *file, int line)
         check_small(pg, file, line);
     else
         check_bitmap(pg, file, line);
+    if (pg->cls == HK_SPAN_CLASS)
+        check_span(pg, file, line);
 }
 
 #else

@@ -75,15 +75,28 @@ HK_ALIAS(_ZdaPvmSt11align_val_t, hak_free)
 HK_ALIAS(_ZdlPvSt11align_val_tRKSt9nothrow_t, hak_free)
 HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
 
-/* Block p of an arena, in page pg of heap owner, that the calling thread
- * does not keep: freed by its owner, or sent home. */
+/* p, in page pg, goes home to another thread's heap.  Its owner checks
+ * it there, but a span page's slice inside a block out (span_page.c) is
+ * told from a block's start only by the page's run map: read here, so that
+ * such a free is reported where it was made.  (A block out starts there
+ * until this thread frees it: no race with the owner.) */
+static inline void send_home(struct hk_heap *owner, struct hk_page *pg, unsigned cls, void *p,
+                             const char *call)
+{
+    if (HK_UNLIKELY(cls == HK_SPAN_CLASS) && hk_span_block_size(pg, p) == 0)
+        hk_invalid_pointer(call, p);
+    hk_remote_free(owner, p);
+}
+
+/* Block p of an arena, in page pg (of class cls) of heap owner, that the
+ * calling thread does not keep: freed by its owner, or sent home. */
 static HK_NOINLINE void free_home(void *p, struct hk_page *pg, struct hk_heap *owner,
-                                  const char *call)
+                                  unsigned cls, const char *call)
 {
     if (owner == hk_tls.heap)
         hk_page_free_local(pg, p, call);
     else
-        hk_remote_free(owner, p);
+        send_home(owner, pg, cls, p, call);
 }
 
 /* Not a block of an arena, nor in the sample slots' range: a huge or
@@ -165,10 +178,10 @@ HK_NOINLINE void hk_free_slow(void *p, const char *call)
     /* A thread without a heap (a consumer that only frees) sends every
      * block home: straight there. */
     if (mine == NULL) {
-        hk_remote_free(home.heap, p);
+        send_home(home.heap, home.page, home.cls, p, call);
         return;
     }
-    free_home(p, home.page, home.heap, call);
+    free_home(p, home.page, home.heap, home.cls, call);
 }
 
 /* The sized and aligned forms carry information hakmem does not need. */

@@ -302,6 +302,7 @@ size_t hk_heaps_collect_all(void)
         hk_heap_drain_delayed(mine);
         hk_heap_flush_tls(mine);
         release_current_pages(mine);
+        hk_span_release_empty(mine);
         bytes += hk_bitmap_trim_all(mine);
         bytes += hk_heap_purge(mine, HK_PURGE_ALL, true);
     }
@@ -312,6 +313,7 @@ size_t hk_heaps_collect_all(void)
     struct hk_heap *last = NULL;
     for (struct hk_heap *h = list; h != NULL; h = h->next_abandoned) {
         hk_heap_drain_delayed(h);
+        hk_span_release_empty(h);
         bytes += hk_bitmap_trim_all(h);
         bytes += hk_heap_purge(h, HK_PURGE_ALL, true);
         last = h;

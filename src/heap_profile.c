@@ -1046,16 +1046,14 @@ void *hk_heap_sample_stashed(unsigned cls)
     return sampled_block(hk_classes[cls].block_size, cls, what);
 }
 
-/* Block i of pg, a medium or large one, was just taken and the heap's
- * trim budget ran out, which while sampling ends at the next trim tick or
- * point, whichever comes first (at every block while guarding): the blocks
- * before this one hold no point.  At a point the block goes back, its take
- * undone (pg is the class's current page: its bit and `used` are all a
- * free would change), and a sampled block serves instead. */
-void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i)
+/* A medium or large block of class cls, `size` bytes, was just taken and
+ * the heap's trim budget ran out, which while sampling ends at the next
+ * trim tick or point, whichever comes first (at every block while
+ * guarding): the blocks before this one hold no point.  At a point, a
+ * sampled block to serve instead (the caller undoes its take), else NULL. */
+void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls)
 {
     prof_state();
-    uint64_t size = pg->block_size;
     /* The blocks before this one, then this one. */
     h->trim_budget += (int64_t)size;
     hk_sample_fold(h);
@@ -1067,13 +1065,22 @@ void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i)
     }
     unsigned what = prof.busy ? 0 : count_block(&prof, size, ~0u);
     hk_sample_arm(h);
-    void *p;
-    if (what == 0 || (p = sampled_block(size, pg->cls, what)) == NULL)
-        return pg->blocks + (size_t)i * size;
+    return what == 0 ? NULL : sampled_block(size, cls, what);
+}
+
+/* Block i of pg, its class's current page, was just taken and the budget
+ * ran out.  At a point the block goes back, its take undone (its bit and
+ * `used` are all a free would change), and a sampled block serves instead. */
+void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i)
+{
+    void *block = pg->blocks + (size_t)i * pg->block_size;
+    void *p = hk_heap_sample_point(h, pg->block_size, pg->cls);
+    if (p == NULL)
+        return block;
     uint64_t *word = &pg->free_map[i / 64], bit = (uint64_t)1 << (i % 64);
     HK_ASSERT(!(*word & bit));
     hk_count(&h->returned[pg->cls], 1);
-    hk_bitmap_put(pg, word, bit);
+    hk_bitmap_put(pg, word, bit, block, "malloc");
     return p;
 }
 

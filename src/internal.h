@@ -82,6 +82,17 @@ enum hk_kind { HK_SMALL = 0, HK_MEDIUM = 1, HK_LARGE = 2, HK_NKINDS = 3 };
 #define HK_CACHE_LINE 64
 #define HK_BITMAP_WORDS 4 /* a medium or large page has at most 255 blocks */
 
+/* Span pages (span_page.c): blocks of the classes of HK_SPAN_MIN and up
+ * share large pages of a class of their own, the span class (after the
+ * size classes), whose blocks are HK_SPAN_SLICE-byte slices: a block is a
+ * run of them. */
+#define HK_SPAN_CLASS HK_NCLASSES
+#define HK_PAGE_CLASSES (HK_NCLASSES + 1) /* the classes a page can have */
+#define HK_SPAN_SLICE_SHIFT 14
+#define HK_SPAN_SLICE ((size_t)1 << HK_SPAN_SLICE_SHIFT)
+#define HK_SPAN_MIN ((size_t)64 << 10)
+#define HK_SPAN_CLASSES 16 /* at least the classes from HK_SPAN_MIN up */
+
 /* ---- start-up and errors (init.c, error.c) ------------------------------- */
 
 void hk_init(void);
@@ -165,6 +176,7 @@ struct hk_page {
             uint16_t touched; /* blocks from here on hold no memory */
             uint16_t reach;   /* highest block out in this trim period, + 1 */
             uint16_t reach_before; /* the same in the period before */
+            uint16_t longest; /* span pages: no run of free slices is longer */
         };
     };
     union {
@@ -267,7 +279,7 @@ struct hk_class {
     uint16_t keep_cap;  /* small: blocks a thread's list holds beside a refill's (thread_lists.c) */
     uint8_t kind;
 };
-extern struct hk_class hk_classes[HK_NCLASSES];
+extern struct hk_class hk_classes[HK_PAGE_CLASSES];
 
 extern uint8_t hk_class_of_index[HK_FAST_INDEXES]; /* by (size + 15) >> 4 */
 extern unsigned hk_first_medium_class; /* this class and above: medium or large */
@@ -412,9 +424,10 @@ static inline struct hk_page *hk_page_of(const void *p)
 /* ---- heaps (heap.c) ------------------------------------------------------ */
 
 struct hk_heap {
-    struct hk_page *current[HK_NCLASSES]; /* page whose free list is in TLS */
-    struct hk_page *queue[HK_NCLASSES];   /* pages with free blocks */
-    struct hk_page *retired_current[HK_NCLASSES]; /* last retired on emptying */
+    struct hk_page *current[HK_PAGE_CLASSES]; /* page whose free list is in TLS */
+    struct hk_page *queue[HK_PAGE_CLASSES];   /* pages with free blocks (span
+                                                 pages: all, lowest first) */
+    struct hk_page *retired_current[HK_PAGE_CLASSES]; /* last retired on emptying */
     _Atomic(struct hk_remote_msg *) delayed; /* blocks other threads freed (remote.c) */
     _Atomic(struct hk_remote_msg *) msgs_back; /* drained messages for its senders (remote.c) */
     struct hk_arena *arenas;  /* first arena holds this heap */
@@ -446,6 +459,11 @@ struct hk_heap {
      * route_period_end. */
     uint8_t routed[HK_NCLASSES];
     uint64_t route_period_end;
+    /* Blocks of each class of 64 KiB and up (the last HK_SPAN_CLASSES, by
+     * hk_span_index) out in the heap's span pages, at most
+     * HK_SPAN_CLASS_BLOCKS (span_page.c).  (A byte each, for these classes
+     * only: a heap must fit in a compact arena's header page, arena.c.) */
+    uint8_t span_blocks[HK_SPAN_CLASSES];
     /* The heap profiler's memo of its thread's last stack, made at the
      * thread's first sample (heap_profile.c): it goes with the heap, so it
      * costs no TLS, and no memory unless profiling. */
@@ -764,6 +782,9 @@ static inline void *hk_small_pop(size_t size)
 }
 void hk_page_event(void *block); /* a local free of block brought used to zero */
 void hk_page_init(struct hk_page *pg, struct hk_heap *h, unsigned cls);
+/* A fresh page for class cls of h, or NULL when memory ran out even after
+ * every free page went back. */
+struct hk_page *hk_page_new(struct hk_heap *h, unsigned cls);
 struct hk_page *hk_page_queue_take(struct hk_heap *h, unsigned cls);
 void hk_page_current_emptied(struct hk_heap *h, struct hk_page *pg);
 struct hk_page *hk_page_next_current(struct hk_heap *h, unsigned cls); /* NULL: ENOMEM */
@@ -788,7 +809,56 @@ void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigned i); /* bud
 void hk_bitmap_tick(struct hk_heap *h); /* every HK_TRIM_BYTES handed out */
 void hk_bitmap_trim_due(struct hk_heap *h); /* a tick's trim, if due */
 void *hk_bitmap_malloc(size_t size); /* a size in (HK_SMALL_MAX, HK_LARGE_MAX] */
-void hk_bitmap_page_event(struct hk_page *pg); /* a free emptied pg, or pg not current */
+/* A free of p emptied pg, or pg is not current (span pages never are). */
+void hk_bitmap_page_event(struct hk_page *pg, void *p, const char *call);
+
+/* ---- span pages (span_page.c) -------------------------------------------- */
+
+/* The length in slices of the block that starts at each slice of span
+ * page pg, 0 at the others and while the block is free: a byte per slice,
+ * below the header, in the header's OS page (no block of any class reaches
+ * there). */
+static inline uint8_t *hk_span_runs(const struct hk_page *pg)
+{
+    return (uint8_t *)pg - HK_BITMAP_WORDS * 64;
+}
+/* size of class cls, HK_SPAN_MIN and up */
+void *hk_span_malloc(struct hk_heap *h, size_t size, size_t cls);
+
+/* A class of 64 KiB and up with no page of its own (no current one) takes
+ * its blocks from the heap's span pages while it has no page with room in
+ * its queue either and fewer than HK_SPAN_CLASS_BLOCKS blocks out there
+ * (class_without_page, bitmap_page.c, says why). */
+#define HK_SPAN_CLASS_BLOCKS 8
+static inline size_t hk_span_index(size_t cls)
+{
+    return HK_NCLASSES - 1 - cls; /* 0 for the largest class */
+}
+static inline bool hk_span_serves(const struct hk_heap *h, size_t cls)
+{
+    return !HK_SECURE_ON && hk_classes[cls].block_size >= HK_SPAN_MIN && h->queue[cls] == NULL &&
+           h->span_blocks[hk_span_index(cls)] < HK_SPAN_CLASS_BLOCKS;
+}
+void hk_span_free(struct hk_page *pg, void *p, const char *call); /* from page_event */
+void hk_span_release_empty(struct hk_heap *h); /* malloc_trim: retire the empty ones */
+
+/* The bytes of block p of span page pg, 0 when p starts no block out. */
+static inline size_t hk_span_block_size(const struct hk_page *pg, const void *p)
+{
+    size_t i = ((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT;
+    return (size_t)hk_span_runs(pg)[i] << HK_SPAN_SLICE_SHIFT;
+}
+
+/* The class of block p of pg, for the statistics: of a span page's, the
+ * class of its length (that of its malloc's size: the span classes'
+ * bounds are whole slices); 0 when p starts no block out there. */
+static inline unsigned hk_block_class(const struct hk_page *pg, const void *p)
+{
+    if (HK_LIKELY(pg->cls != HK_SPAN_CLASS))
+        return pg->cls;
+    size_t size = hk_span_block_size(pg, p);
+    return size != 0 ? hk_size_class_above_128(size) : 0;
+}
 
 /* A counter of one heap (stats.h): only its owner writes it, readers in
  * other threads load it.  No locked instruction: on x86-64 one add to
@@ -841,15 +911,17 @@ static inline void *hk_bitmap_alloc(struct hk_heap *h, size_t cls)
 }
 
 /* The block of pg at `bit` of `word` of its bitmap, out, is free again. */
-static inline void hk_bitmap_put(struct hk_page *pg, uint64_t *word, uint64_t bit)
+static inline void hk_bitmap_put(struct hk_page *pg, uint64_t *word, uint64_t bit, void *p,
+                                 const char *call)
 {
     *word |= bit;
     if (HK_UNLIKELY(--pg->used == 0 || pg->state != HK_PAGE_CURRENT))
-        hk_bitmap_page_event(pg);
+        hk_bitmap_page_event(pg, p, call);
 }
 
 /* Free block p of pg by pg's owner, in `call` (named if p is free already,
- * or not the start of a block). */
+ * or not the start of a block).  Of a span page this is the run's first
+ * slice, and hk_span_free does the rest. */
 static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
 {
     uint64_t offset = (uintptr_t)p - (uintptr_t)pg->blocks;
@@ -858,7 +930,7 @@ static inline void hk_bitmap_free(struct hk_page *pg, void *p, const char *call)
     uint64_t bit = (uint64_t)1 << (i % 64);
     if (HK_UNLIKELY((*word & bit) || offset != (uint64_t)i * pg->block_size))
         hk_invalid_pointer(call, p);
-    hk_bitmap_put(pg, word, bit);
+    hk_bitmap_put(pg, word, bit, p, call);
 }
 
 /* ---- frees of other heaps' blocks (remote.c) ----------------------------- */
@@ -1182,6 +1254,9 @@ void hk_heap_profile_start(void); /* once, from the constructor */
  * the TLS list gets those before it; the first block, or the sampled one. */
 void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls, void *list,
                             unsigned n);
+/* A medium or large block's point (see heap_profile.c): a sampled block
+ * to serve instead of the one taken, or NULL. */
+void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls);
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i);
 /* A huge allocation: its kinds of sample (HK_SAMPLE_*), and its site + 1
  * when profiled (else 0). */

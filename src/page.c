@@ -345,9 +345,7 @@ static HK_NOINLINE void *refill_quick_detoured(struct hk_heap *h, struct hk_page
     return sampled_hand_out(h, pg, cls, local_take(h, pg, cls, freed), freed);
 }
 
-/* A fresh page for class cls of heap h, or NULL when memory ran out even
- * after everything that can go back went back. */
-static struct hk_page *page_new(struct hk_heap *h, unsigned cls)
+static inline __attribute__((always_inline)) struct hk_page *page_new(struct hk_heap *h, unsigned cls)
 {
     struct hk_page *pg = hk_arena_page_alloc(h, cls);
     if (pg == NULL) {
@@ -361,6 +359,11 @@ static struct hk_page *page_new(struct hk_heap *h, unsigned cls)
      * takes and gives back a few blocks, and its page had better stay. */
     pg->keep_empty = pg == h->retired_current[cls];
     return pg;
+}
+
+struct hk_page *hk_page_new(struct hk_heap *h, unsigned cls)
+{
+    return page_new(h, cls);
 }
 
 /* The class's current page has no free block: the next one, from the queue

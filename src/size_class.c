@@ -16,7 +16,7 @@
 #define LIST_KEEP_BYTES ((size_t)10 << 10)
 #define LIST_KEEP_MIN 8
 
-struct hk_class hk_classes[HK_NCLASSES];
+struct hk_class hk_classes[HK_PAGE_CLASSES];
 uint8_t hk_class_of_index[HK_FAST_INDEXES];
 uint8_t hk_class_of_half_kib[(HK_LARGE_MAX - HK_SMALL_MAX) >> 9];
 unsigned hk_first_medium_class;
@@ -114,6 +114,18 @@ void hk_classes_init(void)
         k->keep_cap = (uint16_t)(k->kind == HK_SMALL && !HK_SECURE_ON ? keep : 0);
         hk_list_cap[c] = k->keep_cap;
     }
+    if (hk_size_class_above_128(HK_SPAN_MIN) < HK_NCLASSES - HK_SPAN_CLASSES)
+        hk_fatal("a heap's span_blocks has no room for every class from HK_SPAN_MIN up");
+    /* The span class: large pages of 16 KiB slices (span_page.c).  Its
+     * capacity leaves the last slice to the header and the run map. */
+    struct hk_class *span = &hk_classes[HK_SPAN_CLASS];
+    span->block_size = (uint32_t)HK_SPAN_SLICE;
+    span->kind = HK_LARGE;
+    span->first_block = 0;
+    span->capacity = (uint16_t)((((size_t)1 << HK_LARGE_PAGE_SHIFT) / HK_SPAN_SLICE) - 1);
+    span->div_magic = (uint32_t)((((uint64_t)1 << 32) + HK_SPAN_SLICE - 1) / HK_SPAN_SLICE);
+    span->batch = 1;
+    span->regain = 1;
     hk_class_of_index[0] = 1;
     for (unsigned i = 1; i < HK_FAST_INDEXES; i++) {
         size_t size = (size_t)i * 16;

@@ -40,6 +40,24 @@ static uint64_t page_free_blocks(const struct hk_page *pg)
     return (uint64_t)(pg->capacity - pg->used);
 }
 
+/* A span page's blocks out, by their classes (span_page.c).  Its owner
+ * may be changing the run map: each byte is read once, and holds 0 or a
+ * run's length. */
+static void count_span_page(const struct hk_page *pg, struct hak_stats *out,
+                            struct hk_census *census)
+{
+    const volatile uint8_t *runs = hk_span_runs(pg);
+    for (unsigned i = 0; i < pg->capacity; i++) {
+        size_t size = (size_t)runs[i] << HK_SPAN_SLICE_SHIFT;
+        if (size < HK_SPAN_MIN || size > HK_LARGE_MAX)
+            continue;
+        unsigned cls = hk_size_class_above_128(size);
+        out->classes[cls].live++;
+        if (census != NULL)
+            census->class_blocks[cls]++;
+    }
+}
+
 /* Called with the heap's pool lock held; census may be NULL. */
 static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out,
                               struct hk_census *census)
@@ -59,6 +77,10 @@ static void count_arena_pages(const struct hk_arena *a, struct hak_stats *out,
             const struct hk_page *pg = hk_page_header(base, shift);
             if (pg->block_size == 0)
                 continue;
+            if (pg->cls == HK_SPAN_CLASS) {
+                count_span_page(pg, out, census);
+                continue;
+            }
             struct hak_class_stats *c = &out->classes[pg->cls];
             c->pages++;
             c->live += pg->capacity - page_free_blocks(pg);
@@ -117,9 +139,9 @@ static void collect(struct hak_stats *out, struct hk_census *census)
         struct hk_remote_msg *last = NULL;
         for (struct hk_remote_msg *m = first; m != NULL; m = m->next) {
             if (m->count == 0) /* the block itself (remote.c) */
-                out->classes[hk_page_of_block(m)->cls].live--;
+                out->classes[hk_block_class(hk_page_of_block(m), m)].live--;
             for (uint32_t i = 0; i < m->count; i++)
-                out->classes[hk_page_of_block(m->blocks[i])->cls].live--;
+                out->classes[hk_block_class(hk_page_of_block(m->blocks[i]), m->blocks[i])].live--;
             last = m;
         }
         if (first != NULL)

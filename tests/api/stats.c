@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "stats_class.h"
 #include "hakmem.h"
 
 #pragma weak hak_stats_get
@@ -18,17 +19,6 @@
 #pragma weak hak_malloc_trim
 
 enum { COUNT = 10000 };
-
-/* The class serving n-byte blocks: the smallest block size >= n. */
-static int class_of(const struct hak_stats *s, size_t n)
-{
-	int best = -1;
-	for (int c = 0; c < HAK_STATS_CLASSES; c++)
-		if (s->classes[c].block_size >= n &&
-		    (best < 0 || s->classes[c].block_size < s->classes[best].block_size))
-			best = c;
-	return best;
-}
 
 static struct hak_stats before, after;
 
@@ -40,7 +30,7 @@ static void test_live_counts(void)
 		p[i] = malloc(100);
 	void *huge = malloc((size_t)10 << 20);
 	hak_stats_get(&after);
-	int c = class_of(&after, 100);
+	int c = stats_class_of(&after, 100);
 	if (CHECKF(c >= 0, "no class holds 100-byte blocks")) {
 		uint64_t delta = after.classes[c].live - before.classes[c].live;
 		CHECKF(delta == COUNT, "class of %zu-byte blocks: live grew by %llu, want %d",

@@ -90,6 +90,7 @@ int main(void)
 		{ 1000, 1, 512, "the middle of a 1000-byte block" },
 		{ 5000, 1, 4096, "the middle of a 5000-byte block" },
 		{ 100000, 1, 16, "a 100000-byte block + 16" },
+		{ 300000, 1, 65536, "a 300000-byte block + 64 KiB (a slice inside a span block)" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
 		expect_abort(&cases[i]);

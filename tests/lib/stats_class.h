@@ -1,0 +1,18 @@
+/* stats_class.h: the row of hak_stats that counts blocks of a size. */
+#ifndef TESTS_STATS_CLASS_H
+#define TESTS_STATS_CLASS_H
+
+#include "hakmem.h"
+
+/* The class serving n-byte blocks: the smallest block size >= n (-1: none). */
+static inline int stats_class_of(const struct hak_stats *s, size_t n)
+{
+	int best = -1;
+	for (int c = 0; c < HAK_STATS_CLASSES; c++)
+		if (s->classes[c].block_size >= n &&
+		    (best < 0 || s->classes[c].block_size < s->classes[best].block_size))
+			best = c;
+	return best;
+}
+
+#endif
