@@ -62,9 +62,10 @@ static bool new_chunk(void)
 
 bool hk_huge_chunk_serves(size_t len)
 {
-    if (len > CHUNK_SIZE / 4 || !allowed())
+    /* The open chunk first: a large class without a page asks each time. */
+    if (len < HK_OS_HUGE_PAGE && !atomic_load_explicit(&chunk_opened, memory_order_relaxed))
         return false;
-    return len >= HK_OS_HUGE_PAGE || atomic_load_explicit(&chunk_opened, memory_order_relaxed);
+    return len <= CHUNK_SIZE / 4 && allowed();
 }
 
 /* A fresh range of len bytes (a multiple of the OS page), zero; 0 if no

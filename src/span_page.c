@@ -47,7 +47,7 @@ _Static_assert((HK_SPAN_MIN & (HK_SPAN_SLICE - 1)) == 0 && HK_SPAN_MIN >= HK_MED
 
 /* The first bit at or above `from` and below `end` that is set (free: `set`)
  * or clear, or end. */
-static unsigned next_bit(const uint64_t *map, unsigned from, unsigned end, bool set)
+static inline unsigned next_bit(const uint64_t *map, unsigned from, unsigned end, bool set)
 {
     while (from < end) {
         unsigned w = from / 64;
@@ -61,32 +61,28 @@ static unsigned next_bit(const uint64_t *map, unsigned from, unsigned end, bool 
     return end;
 }
 
-/* The start of the run of set bits that ends at `end` (end itself if the
- * bit below is clear). */
-static unsigned run_start(const uint64_t *map, unsigned end)
+/* The masks of bits [i, i + n), n > 0, in its first and last words. */
+static inline void range_masks(unsigned i, unsigned n, unsigned *w0, unsigned *w1, uint64_t *m0,
+                               uint64_t *m1)
 {
-    while (end > 0) {
-        unsigned w = (end - 1) / 64;
-        uint64_t clear = ~map[w] << (63 - (end - 1) % 64); /* bits below end, at the top */
-        if (clear != 0)
-            return end - (unsigned)__builtin_clzll(clear);
-        end = w * 64;
-    }
-    return 0;
+    unsigned last = i + n - 1;
+    *w0 = i / 64;
+    *w1 = last / 64;
+    *m0 = ~(uint64_t)0 << (i % 64);
+    *m1 = ~(uint64_t)0 >> (63 - last % 64);
 }
 
-/* Bits [i, i + n) set (free) or cleared. */
-static void set_range(uint64_t *map, unsigned i, unsigned n, bool set)
+/* Bits [i, i + n) set (free) or cleared; n > 0. */
+static inline void set_range(uint64_t *map, unsigned i, unsigned n, bool set)
 {
-    while (n > 0) {
-        unsigned b = i % 64, k = 64 - b < n ? 64 - b : n;
-        uint64_t mask = (k == 64 ? ~(uint64_t)0 : ((uint64_t)1 << k) - 1) << b;
-        if (set)
-            map[i / 64] |= mask;
-        else
-            map[i / 64] &= ~mask;
-        i += k;
-        n -= k;
+    unsigned w0, w1;
+    uint64_t m0, m1;
+    range_masks(i, n, &w0, &w1, &m0, &m1);
+    if (w0 == w1)
+        m0 &= m1;
+    for (unsigned w = w0; w <= w1; w++) {
+        uint64_t m = w == w0 ? m0 : w == w1 ? m1 : ~(uint64_t)0;
+        map[w] = set ? map[w] | m : map[w] & ~m;
     }
 }
 
@@ -121,10 +117,9 @@ static void release_run(struct hk_page *pg, unsigned i, unsigned n)
     hk_span_runs(pg)[i] = 0;
     set_range(pg->free_map, i, n, true);
     pg->used -= (int32_t)n;
-    unsigned end = next_bit(pg->free_map, i + n, pg->capacity, false);
-    unsigned run = end - run_start(pg->free_map, i);
-    if (run > pg->longest)
-        pg->longest = (uint16_t)run;
+    /* The run the block joins may be the page's longest now: unknown until
+     * the next search that fails (cheaper than finding its ends here). */
+    pg->longest = pg->capacity;
 }
 
 /* pg holds no block any more.  The heap's lowest span page stays while it
