@@ -7,7 +7,8 @@
  *     off: resident memory grows by at most 7 MiB (at most 4 MiB are live;
  *     when each size class had pages of its own, the sum of the classes'
  *     peaks came to 11.8 MiB), and every block holds what was written in
- *     it until it is freed;
+ *     it until it is freed; once all are freed, malloc_trim brings
+ *     resident memory back within 1 MiB of where it started;
  *   - each block's usable size is at least its request and at most a
  *     slice (16 KiB) more, and it is writable whole without touching its
  *     neighbours; realloc within and across those sizes keeps the bytes;
@@ -102,6 +103,13 @@ static void test_shared(void)
 	if (getenv("TEST_NO_RSS") == NULL && !hardened)
 		CHECKF(peak - start <= 7 * MiB, "resident memory grew by %zu KiB, at most %zu allowed",
 		       (peak - start) >> 10, (7 * MiB) >> 10);
+	/* All freed: malloc_trim gives the pages' memory back, the page the
+	 * heap keeps empty too. */
+	malloc_trim(0);
+	size_t after = rss_bytes();
+	if (getenv("TEST_NO_RSS") == NULL)
+		CHECKF(after <= start + MiB, "resident memory %zu KiB after malloc_trim, %zu KiB before the blocks",
+		       after >> 10, start >> 10);
 	prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
 }
 
