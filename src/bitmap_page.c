@@ -226,7 +226,6 @@ HK_NOINLINE void *hk_bitmap_taken(struct hk_heap *h, struct hk_page *pg, unsigne
 #define ROUTED_MAX 255 /* h->routed's counts are bytes */
 #define ROUTED_PERIOD_MS 1000
 
-
 /* h->current[cls] is NULL; size is malloc's.  (size first: it arrives
  * there in hk_bitmap_malloc, which then needs no move to keep it.) */
 static HK_NOINLINE void *class_without_page(size_t size, struct hk_heap *h, size_t cls)

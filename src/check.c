@@ -196,9 +196,7 @@ static void check_span(const struct hk_page *pg, const char *file, int line)
             if (run != 0)
                 PAGE_FAIL("a block starts inside another");
             run = runs[i];
-            /* A span class's sizes are above the class below HK_SPAN_MIN,
-             * which is at least 3 slices (48 KiB). */
-            if (run < (HK_SPAN_MIN >> HK_SPAN_SLICE_SHIFT) || run > (HK_LARGE_MAX >> HK_SPAN_SLICE_SHIFT))
+            if (!hk_span_run_fits(run))
                 PAGE_FAIL("a span block of no span class's size");
         }
         if (run != 0) {

@@ -842,6 +842,20 @@ static inline bool hk_span_serves(const struct hk_heap *h, size_t cls)
 void hk_span_free(struct hk_page *pg, void *p, const char *call); /* from page_event */
 void hk_span_release_empty(struct hk_heap *h); /* malloc_trim: retire the empty ones */
 
+/* A run map's length n is a span block's: its class's sizes lie above the
+ * class below HK_SPAN_MIN, so n is at least HK_SPAN_MIN's slices. */
+static inline bool hk_span_run_fits(unsigned n)
+{
+    return n >= (HK_SPAN_MIN >> HK_SPAN_SLICE_SHIFT) && n <= (HK_LARGE_MAX >> HK_SPAN_SLICE_SHIFT);
+}
+
+/* The class of a span block of n slices: that of its malloc's size (the
+ * span classes' bounds are whole slices). */
+static inline unsigned hk_span_run_class(unsigned n)
+{
+    return hk_size_class_above_128((size_t)n << HK_SPAN_SLICE_SHIFT);
+}
+
 /* The bytes of block p of span page pg, 0 when p starts no block out. */
 static inline size_t hk_span_block_size(const struct hk_page *pg, const void *p)
 {
@@ -849,15 +863,14 @@ static inline size_t hk_span_block_size(const struct hk_page *pg, const void *p)
     return (size_t)hk_span_runs(pg)[i] << HK_SPAN_SLICE_SHIFT;
 }
 
-/* The class of block p of pg, for the statistics: of a span page's, the
- * class of its length (that of its malloc's size: the span classes'
- * bounds are whole slices); 0 when p starts no block out there. */
+/* The class of block p of pg, for the statistics (of a span page's, the
+ * class of its length); 0 when p starts no block out there. */
 static inline unsigned hk_block_class(const struct hk_page *pg, const void *p)
 {
     if (HK_LIKELY(pg->cls != HK_SPAN_CLASS))
         return pg->cls;
-    size_t size = hk_span_block_size(pg, p);
-    return size != 0 ? hk_size_class_above_128(size) : 0;
+    size_t n = hk_span_block_size(pg, p) >> HK_SPAN_SLICE_SHIFT;
+    return n != 0 ? hk_span_run_class((unsigned)n) : 0;
 }
 
 /* A counter of one heap (stats.h): only its owner writes it, readers in

@@ -345,6 +345,8 @@ static HK_NOINLINE void *refill_quick_detoured(struct hk_heap *h, struct hk_page
     return sampled_hand_out(h, pg, cls, local_take(h, pg, cls, freed), freed);
 }
 
+/* hk_page_new, inline in hk_page_next_current (called out of line, it cost
+ * random-mixed 4-32 KiB 17,700 instructions in 1 M operations). */
 static inline __attribute__((always_inline)) struct hk_page *page_new(struct hk_heap *h, unsigned cls)
 {
     struct hk_page *pg = hk_arena_page_alloc(h, cls);

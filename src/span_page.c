@@ -61,23 +61,11 @@ static inline unsigned next_bit(const uint64_t *map, unsigned from, unsigned end
     return end;
 }
 
-/* The masks of bits [i, i + n), n > 0, in its first and last words. */
-static inline void range_masks(unsigned i, unsigned n, unsigned *w0, unsigned *w1, uint64_t *m0,
-                               uint64_t *m1)
-{
-    unsigned last = i + n - 1;
-    *w0 = i / 64;
-    *w1 = last / 64;
-    *m0 = ~(uint64_t)0 << (i % 64);
-    *m1 = ~(uint64_t)0 >> (63 - last % 64);
-}
-
 /* Bits [i, i + n) set (free) or cleared; n > 0. */
 static inline void set_range(uint64_t *map, unsigned i, unsigned n, bool set)
 {
-    unsigned w0, w1;
-    uint64_t m0, m1;
-    range_masks(i, n, &w0, &w1, &m0, &m1);
+    unsigned last = i + n - 1, w0 = i / 64, w1 = last / 64;
+    uint64_t m0 = ~(uint64_t)0 << (i % 64), m1 = ~(uint64_t)0 >> (63 - last % 64);
     if (w0 == w1)
         m0 &= m1;
     for (unsigned w = w0; w <= w1; w++) {
@@ -113,7 +101,7 @@ static unsigned find_run(struct hk_page *pg, unsigned n)
 /* The n slices of the block at slice i of pg are free again. */
 static void release_run(struct hk_page *pg, unsigned i, unsigned n)
 {
-    pg->heap->span_blocks[hk_span_index(hk_size_class_above_128((size_t)n << HK_SPAN_SLICE_SHIFT))]--;
+    pg->heap->span_blocks[hk_span_index(hk_span_run_class(n))]--;
     hk_span_runs(pg)[i] = 0;
     set_range(pg->free_map, i, n, true);
     pg->used -= (int32_t)n;

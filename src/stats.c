@@ -48,10 +48,10 @@ static void count_span_page(const struct hk_page *pg, struct hak_stats *out,
 {
     const volatile uint8_t *runs = hk_span_runs(pg);
     for (unsigned i = 0; i < pg->capacity; i++) {
-        size_t size = (size_t)runs[i] << HK_SPAN_SLICE_SHIFT;
-        if (size < HK_SPAN_MIN || size > HK_LARGE_MAX)
+        unsigned n = runs[i];
+        if (!hk_span_run_fits(n))
             continue;
-        unsigned cls = hk_size_class_above_128(size);
+        unsigned cls = hk_span_run_class(n);
         out->classes[cls].live++;
         if (census != NULL)
             census->class_blocks[cls]++;
