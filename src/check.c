@@ -195,7 +195,7 @@ static void check_span(const struct hk_page *pg, const char *file, int line)
         if (runs[i] != 0) {
             if (run != 0)
                 PAGE_FAIL("a block starts inside another");
-            run = runs[i];
+            run = hk_span_run_length(runs[i]);
             if (!hk_span_run_fits(run))
                 PAGE_FAIL("a span block of no span class's size");
         }

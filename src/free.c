@@ -78,13 +78,20 @@ HK_ALIAS(_ZdaPvSt11align_val_tRKSt9nothrow_t, hak_free)
 /* p, in page pg, goes home to another thread's heap.  Its owner checks
  * it there, but a span page's slice inside a block out (span_page.c) is
  * told from a block's start only by the page's run map: read here, so that
- * such a free is reported where it was made.  (A block out starts there
- * until this thread frees it: no race with the owner.) */
+ * such a free is reported where it was made; a sampled span block leaves
+ * the heap profile here too, not when its owner gets to it.  (A block out
+ * starts there until this thread frees it: no race with the owner.) */
 static inline void send_home(struct hk_heap *owner, struct hk_page *pg, unsigned cls, void *p,
                              const char *call)
 {
-    if (HK_UNLIKELY(cls == HK_SPAN_CLASS) && hk_span_block_size(pg, p) == 0)
-        hk_invalid_pointer(call, p);
+    if (HK_UNLIKELY(cls == HK_SPAN_CLASS)) {
+        size_t i = ((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT;
+        uint8_t run = hk_span_runs(pg)[i];
+        if (run == 0)
+            hk_invalid_pointer(call, p);
+        if (run & HK_SPAN_SAMPLED)
+            hk_span_sample_freed(pg, p);
+    }
     hk_remote_free(owner, p);
 }
 

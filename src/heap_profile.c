@@ -1049,9 +1049,11 @@ void *hk_heap_sample_stashed(unsigned cls)
 /* A medium or large block of class cls, `size` bytes, was just taken and
  * the heap's trim budget ran out, which while sampling ends at the next
  * trim tick or point, whichever comes first (at every block while
- * guarding): the blocks before this one hold no point.  At a point, a
- * sampled block to serve instead (the caller undoes its take), else NULL. */
-void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls)
+ * guarding): the blocks before this one hold no point.  The points it
+ * holds (HK_SAMPLE_* bits): hk_heap_sample_point serves them with a
+ * sampled block instead (the caller undoes its take; NULL at none),
+ * hk_heap_sample_span records a profiled one's site for the block taken. */
+static inline __attribute__((always_inline)) unsigned point_kinds(struct hk_heap *h, uint64_t size)
 {
     prof_state();
     /* The blocks before this one, then this one. */
@@ -1065,7 +1067,28 @@ void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls)
     }
     unsigned what = prof.busy ? 0 : count_block(&prof, size, ~0u);
     hk_sample_arm(h);
+    return what;
+}
+
+void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls)
+{
+    unsigned what = point_kinds(h, size);
     return what == 0 ? NULL : sampled_block(size, cls, what);
+}
+
+uint32_t hk_heap_sample_span(struct hk_heap *h, uint64_t size, unsigned cls, void **sampled)
+{
+    unsigned what = point_kinds(h, size);
+    *sampled = NULL;
+    if (what != HK_SAMPLE_PROFILE) {
+        if (what != 0)
+            *sampled = sampled_block(size, cls, what);
+        return 0;
+    }
+    prof.busy = true;
+    uint32_t site = record(size, 0, NULL);
+    prof.busy = false;
+    return site;
 }
 
 /* Block i of pg, its class's current page, was just taken and the budget

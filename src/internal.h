@@ -822,6 +822,18 @@ static inline uint8_t *hk_span_runs(const struct hk_page *pg)
 {
     return (uint8_t *)pg - HK_BITMAP_WORDS * 64;
 }
+/* A run map byte holds its run's length, and HK_SPAN_SAMPLED while the
+ * block is a sample of the heap profiler's: its site + 1 is then in the
+ * same slice's place of hk_span_sites, 0 once the profiler let it go. */
+#define HK_SPAN_SAMPLED 0x80
+static inline unsigned hk_span_run_length(uint8_t run)
+{
+    return run & (HK_SPAN_SAMPLED - 1);
+}
+static inline uint32_t *hk_span_sites(const struct hk_page *pg)
+{
+    return (uint32_t *)hk_span_runs(pg) - HK_BITMAP_WORDS * 64;
+}
 /* size of class cls, HK_SPAN_MIN and up */
 void *hk_span_malloc(struct hk_heap *h, size_t size, size_t cls);
 
@@ -840,6 +852,9 @@ static inline bool hk_span_serves(const struct hk_heap *h, size_t cls)
            h->span_blocks[hk_span_index(cls)] < HK_SPAN_CLASS_BLOCKS;
 }
 void hk_span_free(struct hk_page *pg, void *p, const char *call); /* from page_event */
+/* Block p of span page pg, sampled (HK_SPAN_SAMPLED), is freed: the
+ * profiler lets it go, from the thread that frees it, owner or not. */
+void hk_span_sample_freed(struct hk_page *pg, const void *p);
 void hk_span_release_empty(struct hk_heap *h); /* malloc_trim: retire the empty ones */
 
 /* A run map's length n is a span block's: its class's sizes lie above the
@@ -860,7 +875,7 @@ static inline unsigned hk_span_run_class(unsigned n)
 static inline size_t hk_span_block_size(const struct hk_page *pg, const void *p)
 {
     size_t i = ((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT;
-    return (size_t)hk_span_runs(pg)[i] << HK_SPAN_SLICE_SHIFT;
+    return (size_t)hk_span_run_length(hk_span_runs(pg)[i]) << HK_SPAN_SLICE_SHIFT;
 }
 
 /* The class of block p of pg, for the statistics (of a span page's, the
@@ -1162,8 +1177,10 @@ void hk_config_print(void); /* the effective options, on stderr */
  *
  * Off unless HAKMEM_HEAP_PROFILE or HAKMEM_GUARD_SAMPLE is set: then some
  * allocations are sample points, served apart: a profiled one (about one per
- * heap_sample bytes) by a huge block that carries its call site, a guarded
- * one (about one per guard_sample blocks) by guard.c; a point may be both.
+ * heap_sample bytes) by a sample slot or a huge block that carries its call
+ * site, or, a span block, where it is with its site beside (span_page.c), a
+ * guarded one (about one per guard_sample blocks) by guard.c; a point may
+ * be both.
  * The allocator reaches them only from paths that are slow anyway:
  * small refills (every one detours, HK_DETOUR_SAMPLE: page.c), the trim
  * countdown of medium and large pages, huge allocations and frees. */
@@ -1271,6 +1288,10 @@ void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls,
  * to serve instead of the one taken, or NULL. */
 void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls);
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i);
+/* The same for a span block (span_page.c), which a profiled point keeps as
+ * the sample: its site + 1, or 0 and in *sampled a block to serve instead
+ * (a guarded point's) or NULL. */
+uint32_t hk_heap_sample_span(struct hk_heap *h, uint64_t size, unsigned cls, void **sampled);
 /* A huge allocation: its kinds of sample (HK_SAMPLE_*), and its site + 1
  * when profiled (else 0). */
 unsigned hk_heap_sample_huge(size_t size, uint32_t *site);

@@ -42,13 +42,13 @@ static uint64_t page_free_blocks(const struct hk_page *pg)
 
 /* A span page's blocks out, by their classes (span_page.c).  Its owner
  * may be changing the run map: each byte is read once, and holds 0 or a
- * run's length. */
+ * run's length (and the sampled bit). */
 static void count_span_page(const struct hk_page *pg, struct hak_stats *out,
                             struct hk_census *census)
 {
     const volatile uint8_t *runs = hk_span_runs(pg);
     for (unsigned i = 0; i < pg->capacity; i++) {
-        unsigned n = runs[i];
+        unsigned n = hk_span_run_length(runs[i]);
         if (!hk_span_run_fits(n))
             continue;
         unsigned cls = hk_span_run_class(n);

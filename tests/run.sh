@@ -281,7 +281,7 @@ else
 	# 7. The heap profiler (tests/heap/heap.sh), and programs that must do
 	# the same with it on, sampling every 4 KiB so that its paths run all the
 	# time (their dumps go to build/tests/heap/profile/).
-	for t in sites static small killed interleaved handoff exchange exchange-bulk busy python off grow waves trim slots; do
+	for t in sites static small killed interleaved handoff exchange exchange-bulk busy python off grow waves trim slots span; do
 		run "heap/$t" tests/heap/heap.sh "$t"
 	done
 	if ((!list)); then

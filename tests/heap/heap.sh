@@ -56,6 +56,19 @@ same_output() {
 	cmp -s "$WORK/$name.glibc" "$WORK/$name.off" && cmp -s "$WORK/$name.off" "$WORK/$name.on"
 }
 
+# misuse_checks MODE WHAT: every allocation a sample, the program's MODE
+# then frees a block twice, or inside it: SIGABRT, one line.
+misuse_checks() {
+	local misuse err rc
+	for misuse in double inside; do
+		err=$(HAKMEM_HEAP_PROFILE=$WORK/m HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB \
+			"$B/profiled" "$1" $misuse 2>&1 >/dev/null)
+		rc=$?
+		check "$2 freed $misuse: SIGABRT, one line" \
+			test $rc = 134 -a "$(grep -c 'hakmem: free(): invalid pointer' <<<"$err")" = 1
+	done
+}
+
 # The three sites: live bytes at the peak within 10% at the default rate,
 # only the leak at exit.  $1: how the dumps were made (preload, static).
 sites_checks() {
@@ -180,13 +193,22 @@ slots)
 	(ulimit -v 4194304 && HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB \
 		"$B/profiled" slots)
 	check "every allocation sampled, under ulimit -v 4 GiB: as unprofiled" test $? = 0
-	for misuse in double inside; do
-		err=$(HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB \
-			"$B/profiled" slots $misuse 2>&1 >/dev/null)
-		rc=$?
-		check "a sampled block freed $misuse: SIGABRT, one line" \
-			test $rc = 134 -a "$(grep -c 'hakmem: free(): invalid pointer' <<<"$err")" = 1
-	done
+	misuse_checks slots "a sampled block"
+	;;
+span)
+	# Every allocation a sample: blocks of 64-512 KiB, a few at a time, stay
+	# in their span pages as their own samples (span_page.c): memory as
+	# unprofiled, the blocks behave so, a free inside one or a second free
+	# is caught, and the profile holds the kept ones only.
+	check "output: glibc = hakmem = hakmem profiling" same_output span "$B/profiled" span
+	HAKMEM_HEAP_PROFILE=$WORK/s HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB "$B/profiled" span
+	check "every allocation sampled: as unprofiled" test $? = 0
+	"$HAKMEM" heap --report "$WORK"/s.*.exit.heap >/dev/null 2>&1
+	exit_=$(echo "$WORK"/s.*.exit.txt)
+	check "site_span_kept: six runs of 311,296 bytes at exit" within "$exit_" site_span_kept 1.781
+	check "site_span_handed (freed by another thread) and site_span_churn: none at exit" \
+		eval "absent '$exit_' site_span_handed && absent '$exit_' site_span_churn"
+	misuse_checks span "a sampled span block"
 	;;
 busy)
 	# Early calls, threads, frees by other threads, fork, SIGUSR2, a call;
@@ -250,7 +272,7 @@ print(subprocess.run(sys.argv[1:], capture_output=True).returncode)' \
 		"$HAKMEM" heap -o "$WORK/s" -- sh -c 'kill -TERM $$')" = -15
 	;;
 *)
-	echo "usage: tests/heap/heap.sh sites|static|small|interleaved|handoff|exchange|exchange-bulk|busy|python|off|trim|slots" >&2
+	echo "usage: tests/heap/heap.sh sites|static|small|interleaved|handoff|exchange|exchange-bulk|busy|python|off|trim|slots|span" >&2
 	exit 2
 	;;
 esac

@@ -24,6 +24,11 @@
  *            sizes, realloc keeps the bytes, aligned_alloc's alignment, frees
  *            by another thread; "slots double" and "slots inside" then
  *            free a block twice, or 16 bytes into it (must abort)
+ *   span     (every allocation a sample) blocks of 64-512 KiB, a few at a
+ *            time: the span blocks that are their own samples keep to the
+ *            span pages' memory and behave as unprofiled (bytes, usable
+ *            sizes, realloc, frees by another thread); six kept to exit at
+ *            site_span_kept; "span double" and "span inside" must abort
  *   killed   as small, then SIGKILL: no exit dump, only those made on the way
  *   grow     a buffer grown by realloc from 1 MiB to 128 MiB, 1 MiB a step,
  *            each new MiB written, live at exit: the kernel moves its pages
@@ -433,6 +438,20 @@ static int trim(void)
 
 /* ---- slots ---- */
 
+/* A block of `size` bytes freed twice ("double") or `inside` bytes into
+ * it: hakmem must abort; 1 if it did not. */
+static int misused(const char *mode, const char *misuse, size_t size, size_t inside)
+{
+    char *volatile p = malloc(size); /* volatile: the compiler sees no misuse */
+    if (strcmp(misuse, "double") == 0)
+        free(p);
+    else
+        p += inside;
+    free(p);
+    printf("%s: %s not caught\n", mode, misuse);
+    return 1;
+}
+
 static void *free_all(void *arg)
 {
     void **blocks = arg;
@@ -474,17 +493,120 @@ static int slots(const char *misuse)
     blocks[n / 2] = NULL;
     free_all(blocks);
     printf("slots: %u sizes, aligned, freed here and there\n", n);
-    if (misuse != NULL) {
-        char *volatile p = malloc(20000); /* volatile: the compiler sees no misuse */
-        if (strcmp(misuse, "double") == 0)
-            free(p);
-        else
-            p += 16;
-        free(p);
-        printf("slots: %s not caught\n", misuse);
+    return misuse != NULL ? misused("slots", misuse, 20000, 16) : 0;
+}
+
+/* ---- span ---- */
+
+#define SPAN_ROUNDS 5000
+#define SPAN_KEPT 6
+#define SPAN_KEPT_SIZE 300000 /* a run of 19 slices of 16 KiB: 311,296 bytes */
+#define SPAN_HANDED_SIZE 200000
+
+/* Not tail calls: each is a frame of its own. */
+__attribute__((noinline)) static void site_span_kept(void **slot)
+{
+    *slot = malloc(SPAN_KEPT_SIZE);
+}
+
+__attribute__((noinline)) static void site_span_handed(void **slot)
+{
+    *slot = malloc(SPAN_HANDED_SIZE);
+}
+
+__attribute__((noinline)) static void site_span_churn(void **slot, size_t size)
+{
+    *slot = malloc(size);
+}
+
+static bool filled(const unsigned char *p, size_t n, unsigned char c)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != c)
+            return false;
+    return true;
+}
+
+static void *span_hand_out(void *arg)
+{
+    void **handed = arg;
+    for (unsigned i = 0; i < SPAN_KEPT; i++) {
+        unsigned char *p;
+        site_span_handed((void **)&p);
+        memset(p, 7, SPAN_HANDED_SIZE);
+        /* Down to three quarters and back up: the block stays, sampled. */
+        p = realloc(p, SPAN_HANDED_SIZE * 3 / 4);
+        p = realloc(p, SPAN_HANDED_SIZE);
+        handed[i] = p != NULL && filled(p, SPAN_HANDED_SIZE * 3 / 4, 7) ? p : NULL;
+    }
+    return NULL;
+}
+
+/* Run with every allocation a sample: blocks of 64-512 KiB, a few at a
+ * time, are span blocks (span_page.c) that stay in their span page as the
+ * sample.  Eight slots replaced at random, written whole, keep to the
+ * memory of span pages (a stand-in of its own for each took twice it);
+ * the blocks read back, their usable sizes, realloc, frees by another
+ * thread; "span double" and "span inside" then free one twice, or a
+ * slice into it (must abort).  At exit site_span_kept holds its six
+ * blocks, site_span_handed and site_span_churn none. */
+static int span(const char *misuse)
+{
+    prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); /* resident memory by 4 KiB */
+    unsigned char *slot[8] = {0};
+    size_t slot_size[8] = {0};
+    uint64_t rng = 42;
+    long before = resident_kib(), peak = before;
+    for (unsigned i = 0; i < SPAN_ROUNDS; i++) {
+        unsigned k = i % 8;
+        if (slot[k] != NULL && !filled(slot[k], slot_size[k], (unsigned char)k)) {
+            printf("span: a block lost its bytes\n");
+            return 1;
+        }
+        free(slot[k]);
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        slot_size[k] = ((size_t)64 << 10) + (rng >> 33) % ((size_t)448 << 10);
+        site_span_churn((void **)&slot[k], slot_size[k]);
+        if (slot[k] == NULL || malloc_usable_size(slot[k]) < slot_size[k]) {
+            printf("span: malloc(%zu) failed or short\n", slot_size[k]);
+            return 1;
+        }
+        memset(slot[k], (int)k, slot_size[k]);
+        if (i % 1000 == 999) {
+            long now = resident_kib();
+            peak = now > peak ? now : peak;
+        }
+    }
+    for (unsigned k = 0; k < 8; k++)
+        free(slot[k]);
+    if (peak - before > 7 * 1024) {
+        printf("span: resident memory grew %ld KiB, more than 7 MiB\n", peak - before);
         return 1;
     }
-    return 0;
+    /* A thread that ends allocates them, this one frees them: its heap,
+     * abandoned, takes them back only when another thread adopts it, and
+     * the profile must not wait for that. */
+    void *kept[SPAN_KEPT], *handed[SPAN_KEPT + 1] = {0};
+    pthread_t t;
+    pthread_create(&t, NULL, span_hand_out, handed);
+    pthread_join(t, NULL);
+    for (unsigned i = 0; i < SPAN_KEPT; i++) {
+        if (handed[i] == NULL) {
+            printf("span: realloc lost the bytes\n");
+            return 1;
+        }
+        free(handed[i]);
+        site_span_kept(&kept[i]);
+        memset(kept[i], 9, SPAN_KEPT_SIZE);
+    }
+    for (unsigned i = 0; i < SPAN_KEPT; i++)
+        if (!filled(kept[i], SPAN_KEPT_SIZE, 9)) {
+            printf("span: a kept block lost its bytes\n");
+            return 1;
+        }
+    printf("span: %d blocks of 64-512 KiB, %d kept, %d freed by another thread\n", SPAN_ROUNDS,
+           SPAN_KEPT, SPAN_KEPT);
+    return misuse != NULL ? misused("span", misuse, SPAN_KEPT_SIZE, 16384) : 0;
 }
 
 int main(int argc, char **argv)
@@ -516,12 +638,14 @@ int main(int argc, char **argv)
         return trim();
     } else if (strcmp(mode, "slots") == 0) {
         return slots(argc > 2 ? argv[2] : NULL);
+    } else if (strcmp(mode, "span") == 0) {
+        return span(argc > 2 ? argv[2] : NULL);
     } else if (strcmp(mode, "signal") == 0) {
         struct sigaction sa;
         sigaction(SIGUSR2, NULL, &sa);
         printf("SIGUSR2: %s\n", sa.sa_handler == SIG_DFL ? "default" : "handled");
     } else {
-        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|exchange-bulk|busy|signal|grow|waves|trim|slots\n");
+        fprintf(stderr, "usage: profiled sites|small|killed|interleaved|handoff|exchange|exchange-bulk|busy|signal|grow|waves|trim|slots|span\n");
         return 2;
     }
     return 0;
