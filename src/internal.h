@@ -616,6 +616,9 @@ void hk_release_all_memory(void); /* before a retry when memory ran out */
 void hk_purge_for_growth(struct hk_heap *h, unsigned kind); /* pool lock held */
 void hk_purge_note_refault(struct hk_heap *h); /* pool lock held */
 uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind); /* pool lock held */
+/* How many times the configured delay h's purge delay has grown to: 1 for
+ * a heap whose purged memory was not soon wanted again.  Pool lock held. */
+uint32_t hk_purge_delay_factor(const struct hk_heap *h);
 
 void hk_purge_schedule(struct hk_heap *h, uint64_t now, bool over_keep);
 /* Work that small refills must detour for: one byte, so that hk_refill's

@@ -7,6 +7,12 @@
  *    the blocks (or the thread frees them itself before exiting); after
  *    t_collect() (hak_collect, or malloc_trim on glibc) resident memory
  *    must be back near where it started;
+ *  - large reuse: threads run one after another, each allocating 48
+ *    blocks of 256 KiB, writing every page and freeing them: once the
+ *    first few have faulted in again what an exit gave back, hakmem keeps
+ *    more of an exited thread's large pages warm, and the last threads
+ *    take at most a sixth of the first one's page faults each (not with
+ *    HAKMEM_PURGE_DELAY_MS=0, which purges at once, nor TEST_NO_RSS);
  *  - together: 16 threads each allocate, write and free 16 MiB, wait for
  *    one another and exit; with no further call, resident memory must not
  *    hold what every one of them kept (hakmem keeps a few of their heaps
@@ -21,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -63,6 +71,55 @@ static void *allocate_in_thread(void *arg)
 	return NULL;
 }
 
+static int rss_checked(void)
+{
+	return getenv("TEST_NO_RSS") == NULL;
+}
+
+enum { LARGE_BLOCKS = 48, LARGE_BLOCK = 256 << 10, LARGE_ROUNDS = 8 };
+
+/* One thread's large blocks, written and freed: its minor page faults. */
+static void *large_in_thread(void *arg)
+{
+	long *faults = arg;
+	struct rusage before, after;
+	getrusage(RUSAGE_THREAD, &before);
+	void *b[LARGE_BLOCKS];
+	for (unsigned i = 0; i < LARGE_BLOCKS; i++) {
+		b[i] = t_malloc(LARGE_BLOCK);
+		if (!CHECK(b[i] != NULL))
+			return NULL;
+		for (size_t off = 0; off < LARGE_BLOCK; off += 4096)
+			((char *)b[i])[off] = (char)i;
+	}
+	for (unsigned i = 0; i < LARGE_BLOCKS; i++)
+		t_free(b[i]);
+	getrusage(RUSAGE_THREAD, &after);
+	*faults = after.ru_minflt - before.ru_minflt;
+	return NULL;
+}
+
+static void test_large_reuse(void)
+{
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); /* faults by 4 KiB: they show reuse */
+	long faults[LARGE_ROUNDS] = {0}, last = 0;
+	for (unsigned i = 0; i < LARGE_ROUNDS; i++) {
+		pthread_t t;
+		if (CHECK(pthread_create(&t, NULL, large_in_thread, &faults[i]) == 0))
+			pthread_join(t, NULL);
+		if (i >= LARGE_ROUNDS - 3)
+			last += faults[i];
+	}
+	printf("large reuse: the first thread took %ld page faults, each of the last three %ld on average\n",
+	       faults[0], last / 3);
+	const char *env = getenv("TEST_ALLOCATOR"), *delay = getenv("HAKMEM_PURGE_DELAY_MS");
+	bool hakmem = env != NULL && strcmp(env, "hakmem") == 0;
+	if (rss_checked() && hakmem && !(delay != NULL && strcmp(delay, "0") == 0))
+		CHECKF(last <= faults[0] / 2,
+		       "threads that come and go fault in their large blocks again: the "
+		       "first took %ld page faults, the last three %ld", faults[0], last);
+}
+
 static pthread_barrier_t all_freed;
 
 static void *allocate_free_and_wait(void *arg)
@@ -77,11 +134,6 @@ static void run_thread(struct job *job)
 	pthread_t t;
 	if (CHECK(pthread_create(&t, NULL, allocate_in_thread, job) == 0))
 		pthread_join(t, NULL);
-}
-
-static int rss_checked(void)
-{
-	return getenv("TEST_NO_RSS") == NULL;
 }
 
 static void test_reuse(void **blocks)
@@ -179,6 +231,7 @@ int main(void)
 	test_release(blocks, 1);
 	test_release(blocks, 0);
 	t_free(blocks);
+	test_large_reuse();
 	test_together();
 	return check_finish();
 }
