@@ -1,7 +1,7 @@
 /*
  * Sample slots: the blocks that stand in for sampled allocations of a size
- * class below 64 KiB while the heap profiler runs (heap_profile.c; larger
- * ones are huge blocks, from memory faulted in by 2 MiB).
+ * class while the heap profiler runs (heap_profile.c; guarded ones, and
+ * those the range has no room for, are huge blocks).
  *
  * A sampled block must be told apart when it is freed, by any thread, with
  * no test on the fast paths: so it is not a block of an arena, and free,

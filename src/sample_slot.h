@@ -14,8 +14,13 @@
 /* Free slots whose memory is still there, at most (all classes): beyond,
  * a freed slot's memory goes back, out of the lock.  A purge at every free
  * above 1 MiB a class held the lock through madvise and halved xstress
- * profiled (1035 madvise calls; 1594 futex waits against 100). */
-#define HK_SLOT_KEEP_DIRTY ((size_t)8 << 20)
+ * profiled (1035 madvise calls; 1594 futex waits against 100).  With
+ * blocks up to 512 KiB in slots, 8 MiB purged at nearly every free of
+ * churn-large profiled (667 K page faults, 60 times its time); so did a
+ * bound of twice the most bytes of live slots lately (1.3 times the
+ * stand-ins' time: each class keeps free slots of its own, 30-44 MiB in
+ * all there, against 20-35 MiB live). */
+#define HK_SLOT_KEEP_DIRTY ((size_t)64 << 20)
 
 struct hk_slot_class {
     struct slot_header *free; /* free slots' headers, linked through self's place */

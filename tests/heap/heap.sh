@@ -167,12 +167,12 @@ grow)
 	check "site_grow: 128 MiB at exit" within "$(echo "$WORK"/p.*.exit.txt)" site_grow 128
 	;;
 waves)
-	# Waves of threads whose every block is a sample of 128 KiB, a stand-in
-	# (huge.c): each wave's freed blocks serve the next one's, not the
-	# first wave's only.
+	# Waves of threads whose every block is a sample of 128 KiB, a sample
+	# slot (sample_slot.c): each wave's freed blocks serve the next one's,
+	# not the first wave's only.
 	check "output: glibc = hakmem = hakmem profiling" same_output waves "$B/profiled" waves
 	HAKMEM_HEAP_PROFILE=$WORK/w HAKMEM_HEAP_SAMPLE=1 LD_PRELOAD=$LIB "$B/profiled" waves faults
-	check "every block a stand-in: later waves reuse the first's memory" test $? = 0
+	check "every block a sample: later waves reuse the first's memory" test $? = 0
 	;;
 trim)
 	# The free sample slots' memory goes back with the rest on malloc_trim,

@@ -39,9 +39,9 @@
  *   waves    four waves of 3 threads, each thread allocating 64 blocks of
  *            128 KiB, writing every page and freeing them as it ends; with
  *            "waves faults" (run with every allocation a sample, so that
- *            each block is a stand-in), the last three waves must take at
- *            most a quarter of the first one's page faults: a freed
- *            stand-in's memory serves the next wave's
+ *            each block is a sample slot), the last three waves must take
+ *            at most a quarter of the first one's page faults: a freed
+ *            slot's memory serves the next wave's
  *   trim     large blocks written whole, allocated and freed (about every
  *            other one a sample, so free sample slots gather); after
  *            malloc_trim the process holds at most 2 MiB more than before
