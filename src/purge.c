@@ -65,16 +65,16 @@ static void calm_down(struct hk_heap *h, uint64_t now)
     }
 }
 
-/* Free pages a heap keeps in a region of its first arena when no purger
- * runs: idle_keep bytes, times the factor by which the heap's
- * purge delay has grown (a heap that soon took purged memory back keeps
- * more).  Called with the pool lock held. */
 uint32_t hk_purge_delay_factor(const struct hk_heap *h)
 {
     uint64_t factor = hk_config.purge_delay_ms != 0 ? h->purge_delay / hk_config.purge_delay_ms : 1;
     return factor == 0 ? 1 : factor > MAX_DELAY_FACTOR ? MAX_DELAY_FACTOR : (uint32_t)factor;
 }
 
+/* Free pages a heap keeps in a region of its first arena when no purger
+ * runs: idle_keep bytes, times the factor by which the heap's
+ * purge delay has grown (a heap that soon took purged memory back keeps
+ * more).  Called with the pool lock held. */
 uint32_t hk_purge_owner_keep(const struct hk_heap *h, unsigned kind)
 {
     uint64_t factor = hk_purge_delay_factor(h);
