@@ -85,8 +85,7 @@ static inline void send_home(struct hk_heap *owner, struct hk_page *pg, unsigned
                              const char *call)
 {
     if (HK_UNLIKELY(cls == HK_SPAN_CLASS)) {
-        size_t i = ((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT;
-        uint8_t run = hk_span_runs(pg)[i];
+        uint8_t run = hk_span_runs(pg)[hk_span_slice(pg, p)];
         if (run == 0)
             hk_invalid_pointer(call, p);
         if (run & HK_SPAN_SAMPLED)

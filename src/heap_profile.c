@@ -1049,9 +1049,9 @@ void *hk_heap_sample_stashed(unsigned cls)
  * the heap's trim budget ran out, which while sampling ends at the next
  * trim tick or point, whichever comes first (at every block while
  * guarding): the blocks before this one hold no point.  The points it
- * holds (HK_SAMPLE_* bits): hk_heap_sample_point serves them with a
- * sampled block instead (the caller undoes its take; NULL at none),
- * hk_heap_sample_span records a profiled one's site for the block taken. */
+ * holds (HK_SAMPLE_* bits): hk_heap_sample_bitmap serves them with a
+ * sampled block instead and undoes its take, hk_heap_sample_span records
+ * a profiled one's site for the block taken. */
 static inline __attribute__((always_inline)) unsigned point_kinds(struct hk_heap *h, uint64_t size)
 {
     prof_state();
@@ -1067,12 +1067,6 @@ static inline __attribute__((always_inline)) unsigned point_kinds(struct hk_heap
     unsigned what = prof.busy ? 0 : count_block(&prof, size, ~0u);
     hk_sample_arm(h);
     return what;
-}
-
-void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls)
-{
-    unsigned what = point_kinds(h, size);
-    return what == 0 ? NULL : sampled_block(size, cls, what);
 }
 
 uint32_t hk_heap_sample_span(struct hk_heap *h, uint64_t size, unsigned cls, void **sampled)
@@ -1096,7 +1090,8 @@ uint32_t hk_heap_sample_span(struct hk_heap *h, uint64_t size, unsigned cls, voi
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i)
 {
     void *block = pg->blocks + (size_t)i * pg->block_size;
-    void *p = hk_heap_sample_point(h, pg->block_size, pg->cls);
+    unsigned what = point_kinds(h, pg->block_size);
+    void *p = what == 0 ? NULL : sampled_block(pg->block_size, pg->cls, what);
     if (p == NULL)
         return block;
     uint64_t *word = &pg->free_map[i / 64], bit = (uint64_t)1 << (i % 64);

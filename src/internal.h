@@ -874,11 +874,17 @@ static inline unsigned hk_span_run_class(unsigned n)
     return hk_size_class_above_128((size_t)n << HK_SPAN_SLICE_SHIFT);
 }
 
+/* The slice of span page pg that p lies in. */
+static inline unsigned hk_span_slice(const struct hk_page *pg, const void *p)
+{
+    return (unsigned)(((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT);
+}
+
 /* The bytes of block p of span page pg, 0 when p starts no block out. */
 static inline size_t hk_span_block_size(const struct hk_page *pg, const void *p)
 {
-    size_t i = ((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT;
-    return (size_t)hk_span_run_length(hk_span_runs(pg)[i]) << HK_SPAN_SLICE_SHIFT;
+    return (size_t)hk_span_run_length(hk_span_runs(pg)[hk_span_slice(pg, p)])
+           << HK_SPAN_SLICE_SHIFT;
 }
 
 /* The class of block p of pg, for the statistics (of a span page's, the
@@ -1287,9 +1293,8 @@ void hk_heap_profile_start(void); /* once, from the constructor */
  * the TLS list gets those before it; the first block, or the sampled one. */
 void *hk_heap_sample_refill(struct hk_heap *h, struct hk_page *pg, unsigned cls, void *list,
                             unsigned n);
-/* A medium or large block's point (see heap_profile.c): a sampled block
- * to serve instead of the one taken, or NULL. */
-void *hk_heap_sample_point(struct hk_heap *h, uint64_t size, unsigned cls);
+/* Block i of pg, medium or large, was taken and the trim budget ran out
+ * (see heap_profile.c): the block, or a sampled one that serves instead. */
 void *hk_heap_sample_bitmap(struct hk_heap *h, struct hk_page *pg, unsigned i);
 /* The same for a span block (span_page.c), which a profiled point keeps as
  * the sample: its site + 1, or 0 and in *sampled a block to serve instead

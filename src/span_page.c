@@ -75,6 +75,12 @@ static inline void set_range(uint64_t *map, unsigned i, unsigned n, bool set)
     }
 }
 
+/* The block that starts at slice i of pg. */
+static inline void *slice_block(const struct hk_page *pg, unsigned i)
+{
+    return pg->blocks + ((size_t)i << HK_SPAN_SLICE_SHIFT);
+}
+
 /* The shortest run of at least n free slices of pg (the lowest of those),
  * or its capacity if none; a search that fails leaves the longest run it
  * saw in `longest`. */
@@ -134,7 +140,7 @@ static void emptied(struct hk_heap *h, struct hk_page *pg)
 static HK_NOINLINE void *budget_spent(struct hk_heap *h, struct hk_page *pg, unsigned i,
                                       unsigned n, size_t cls)
 {
-    void *block = pg->blocks + ((size_t)i << HK_SPAN_SLICE_SHIFT);
+    void *block = slice_block(pg, i);
     if (!HK_UNLIKELY(hk_heap_sampling)) {
         hk_bitmap_tick(h);
         return block;
@@ -171,7 +177,7 @@ static void *take(struct hk_heap *h, struct hk_page *pg, unsigned i, unsigned n,
     h->trim_budget -= (int64_t)n << HK_SPAN_SLICE_SHIFT;
     if (HK_UNLIKELY(h->trim_budget < 0))
         return budget_spent(h, pg, i, n, cls);
-    return pg->blocks + ((size_t)i << HK_SPAN_SLICE_SHIFT);
+    return slice_block(pg, i);
 }
 
 /* A run of n free slices in pg, mapping more of it if its arena is compact
@@ -254,7 +260,7 @@ void *hk_span_malloc(struct hk_heap *h, size_t size, size_t cls)
  * clear, set that bit and counted one slice back. */
 void hk_span_free(struct hk_page *pg, void *p, const char *call)
 {
-    unsigned i = (unsigned)(((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT);
+    unsigned i = hk_span_slice(pg, p);
     uint8_t run = hk_span_runs(pg)[i];
     pg->used++; /* release_run counts the whole run back */
     if (run == 0) { /* inside a block out, not its start */
@@ -272,12 +278,10 @@ void hk_span_free(struct hk_page *pg, void *p, const char *call)
 
 void hk_span_sample_freed(struct hk_page *pg, const void *p)
 {
-    unsigned i = (unsigned)(((uintptr_t)p - (uintptr_t)pg->blocks) >> HK_SPAN_SLICE_SHIFT);
-    uint32_t *site = &hk_span_sites(pg)[i];
+    uint32_t *site = &hk_span_sites(pg)[hk_span_slice(pg, p)];
     if (*site == 0) /* another thread freed it, and sent it home */
         return;
-    hk_heap_sample_freed(*site, (size_t)hk_span_run_length(hk_span_runs(pg)[i])
-                                    << HK_SPAN_SLICE_SHIFT);
+    hk_heap_sample_freed(*site, hk_span_block_size(pg, p));
     *site = 0;
 }
 

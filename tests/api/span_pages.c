@@ -245,11 +245,7 @@ static void test_stats(void)
 	}
 	struct hak_stats end;
 	hak_stats_get(&end);
-	if (c >= 0)
-		CHECKF(end.classes[c].live == before.classes[c].live,
-		       "live blocks of the class back to %llu, not %llu",
-		       (unsigned long long)end.classes[c].live,
-		       (unsigned long long)before.classes[c].live);
+	stats_class_live_back(&end, &before, c);
 }
 
 int main(void)
