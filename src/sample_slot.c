@@ -8,12 +8,14 @@
  * realloc and malloc_usable_size reach it only after hk_block_home has said
  * no.  Slots live in one range of address space of their own (SLOT_SPACE),
  * reserved at the first sample (none under an address-space limit) and
- * committed a chunk at a time; a pointer in the range is a slot's if the
- * 16 bytes before it, the slot's header, hold its own address.  The slots
- * of a class sit at a stride that keeps the alignment its blocks have in a
- * page (the largest power of two that divides its size), which an aligned
- * allocation served by the class relies on, with the header just before
- * the block.
+ * committed a step at a time; a pointer in the range is a slot's if the
+ * 16 bytes before it, the slot's header, hold its own address.  A slot is
+ * carved where the range's last one ended, whatever its class: its block at
+ * the alignment the class's blocks have in a page (the largest power of two
+ * that divides its size), which an aligned allocation served by the class
+ * relies on, with the header just before it.  (A chunk of 256 KiB or more
+ * per class put each class's first sample on an OS page of its own.)  A
+ * freed slot waits on its class's free list for the class's next sample.
  *
  * Everything here but hk_slot_purge runs under the heap profiler's lock,
  * which a sample takes anyway to record its site and to count its free:
@@ -29,7 +31,6 @@
  * untouched: under one (RLIMIT_AS), there are no slots, and samples are
  * huge blocks as a class's blocks beyond the range's room are. */
 #define SLOT_SPACE ((size_t)256 << 20)
-#define CHUNK_MIN ((size_t)256 << 10)
 /* The range is committed (mprotect) this much at a time, not a class's
  * chunk at a time: each commit is a system call under the profiler's lock,
  * which another thread's sample then waits for (xstress profiled, 2
@@ -47,64 +48,50 @@ static size_t align_of(size_t size)
     return size & -size;
 }
 
-static size_t stride_of(size_t size)
+/* The range is reserved at the first sample. */
+static HK_NOINLINE bool reserve(void)
 {
-    size_t a = align_of(size);
-    return (size + sizeof(struct slot_header) + a - 1) & ~(a - 1);
-}
-
-static HK_NOINLINE bool new_chunk(struct hk_slot_class *c, size_t size)
-{
-    if (hk_slot_lo == 0) {
-        if (reserve_failed)
-            return false;
-        struct rlimit as;
-        void *space = NULL;
-        if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY)
-            space = hk_os_reserve_aligned(SLOT_SPACE, (size_t)1 << 21);
-        if (space == NULL) {
-            reserve_failed = true; /* an address-space limit: huge stand-ins instead */
-            return false;
-        }
-        hk_slots.space_next = hk_slots.committed = (uintptr_t)space;
-        for (unsigned k = 1; k < HK_NCLASSES; k++)
-            hk_slots.classes[k].stride = stride_of(hk_classes[k].block_size);
-        hk_slot_hi = (uintptr_t)space + SLOT_SPACE;
-        hk_slot_lo = (uintptr_t)space;
-    }
-    size_t stride = c->stride, align = align_of(size);
-    if (align < HK_OS_PAGE)
-        align = HK_OS_PAGE;
-    size_t len = stride * 4 > CHUNK_MIN ? stride * 4 : CHUNK_MIN;
-    len = (len + HK_OS_PAGE - 1) & ~(size_t)(HK_OS_PAGE - 1);
-    uintptr_t start = (hk_slots.space_next + align - 1) & ~(uintptr_t)(align - 1);
-    if (start + len > hk_slot_hi)
+    if (reserve_failed)
         return false;
-    if (start + len > hk_slots.committed) {
-        uintptr_t end = start + len > hk_slots.committed + COMMIT_STEP
-                            ? start + len
-                            : hk_slots.committed + COMMIT_STEP;
-        end = end < hk_slot_hi ? end : hk_slot_hi;
-        if (!hk_os_commit((void *)hk_slots.committed, end - hk_slots.committed))
-            return false;
-        hk_slots.committed = end;
+    struct rlimit as;
+    void *space = NULL;
+    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY)
+        space = hk_os_reserve_aligned(SLOT_SPACE, (size_t)1 << 21);
+    if (space == NULL) {
+        reserve_failed = true; /* an address-space limit: huge stand-ins instead */
+        return false;
     }
-    hk_slots.space_next = start + len;
-    c->next = start;
-    c->end = start + len;
+    hk_slots.space_next = hk_slots.committed = (uintptr_t)space;
+    for (unsigned k = 1; k < HK_NCLASSES; k++)
+        hk_slots.classes[k].size = hk_classes[k].block_size;
+    hk_slot_hi = (uintptr_t)space + SLOT_SPACE;
+    hk_slot_lo = (uintptr_t)space;
     return true;
 }
 
 void *hk_slot_carve(unsigned cls)
 {
-    struct hk_slot_class *c = &hk_slots.classes[cls];
-    size_t size = hk_classes[cls].block_size;
-    /* A stride of 0: the range is not reserved yet (new_chunk sets them). */
-    if ((c->stride == 0 || c->end - c->next < c->stride) && !new_chunk(c, size))
+    if (hk_slot_lo == 0 && !reserve())
         return NULL;
-    struct slot_header *h = (struct slot_header *)(c->next + c->stride - size - sizeof *h);
-    c->next += c->stride;
-    return h + 1;
+    size_t size = hk_classes[cls].block_size, align = align_of(size);
+    if (align < sizeof(struct slot_header))
+        align = sizeof(struct slot_header);
+    uintptr_t block = (hk_slots.space_next + sizeof(struct slot_header) + align - 1) &
+                      ~(uintptr_t)(align - 1);
+    if (block + size > hk_slot_hi)
+        return NULL;
+    if (block + size > hk_slots.committed) {
+        uintptr_t end = block + size > hk_slots.committed + COMMIT_STEP
+                            ? block + size
+                            : hk_slots.committed + COMMIT_STEP;
+        end = (end + HK_OS_PAGE - 1) & ~(uintptr_t)(HK_OS_PAGE - 1);
+        end = end < hk_slot_hi ? end : hk_slot_hi;
+        if (!hk_os_commit((void *)hk_slots.committed, end - hk_slots.committed))
+            return NULL;
+        hk_slots.committed = end;
+    }
+    hk_slots.space_next = block + size;
+    return (void *)block;
 }
 
 /* The whole pages of a free slot's block go back (its header's stays). */
@@ -141,7 +128,7 @@ void hk_slot_release_free(void)
         while (h != NULL) {
             if (h->site != HK_SLOT_PURGED) {
                 purge(h, hk_classes[cls].block_size);
-                hk_slots.dirty -= hk_slots.classes[cls].stride;
+                hk_slots.dirty -= hk_slots.classes[cls].size;
             }
             h = (struct slot_header *)h->self;
         }

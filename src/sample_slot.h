@@ -24,15 +24,14 @@
 
 struct hk_slot_class {
     struct slot_header *free; /* free slots' headers, linked through self's place */
-    uintptr_t next, end;      /* the class's chunk: slots not handed out yet */
-    size_t stride;            /* from slot to slot (stride_of), set as the range is reserved */
+    size_t size;              /* the class's block size, set as the range is reserved */
 };
 
 /* What samples write (under the profiler's lock), apart from the range's
  * bounds, which any thread's free reads without it. */
 extern struct __attribute__((aligned(64))) hk_slots {
     size_t dirty;         /* bytes of free slots whose memory is there */
-    uintptr_t space_next; /* the reserved range's first byte not in a chunk */
+    uintptr_t space_next; /* the reserved range's first byte not in a slot */
     uintptr_t committed;  /* ... and the first not committed (COMMIT_STEP) */
     struct hk_slot_class classes[HK_NCLASSES];
 } hk_slots;
@@ -50,7 +49,7 @@ static inline void *hk_slot_alloc(unsigned cls)
         return hk_slot_carve(cls);
     c->free = (struct slot_header *)h->self;
     if (h->site != HK_SLOT_PURGED)
-        hk_slots.dirty -= c->stride;
+        hk_slots.dirty -= c->size;
     return h + 1;
 }
 
@@ -68,7 +67,7 @@ static inline struct slot_header *hk_slot_live(const void *p)
 static inline void hk_slot_put(struct hk_slot_class *c, struct slot_header *h)
 {
     if (h->site != HK_SLOT_PURGED)
-        hk_slots.dirty += c->stride;
+        hk_slots.dirty += c->size;
     h->self = (uintptr_t)c->free;
     c->free = h;
 }
@@ -81,7 +80,7 @@ static inline bool hk_slot_free(struct slot_header *h)
     struct hk_slot_class *c = &hk_slots.classes[h->cls];
     h->self = 0;
     h->site = 0;
-    if (hk_slots.dirty + c->stride > HK_SLOT_KEEP_DIRTY)
+    if (hk_slots.dirty + c->size > HK_SLOT_KEEP_DIRTY)
         return true;
     hk_slot_put(c, h);
     return false;
