@@ -73,9 +73,10 @@ void *hk_slot_carve(unsigned cls)
 {
     if (hk_slot_lo == 0 && !reserve())
         return NULL;
+    /* Block sizes are multiples of 16, the header's size: the block's
+     * alignment leaves room for the header before it. */
     size_t size = hk_classes[cls].block_size, align = align_of(size);
-    if (align < sizeof(struct slot_header))
-        align = sizeof(struct slot_header);
+    HK_ASSERT(align >= sizeof(struct slot_header));
     uintptr_t block = (hk_slots.space_next + sizeof(struct slot_header) + align - 1) &
                       ~(uintptr_t)(align - 1);
     if (block + size > hk_slot_hi)
@@ -124,13 +125,11 @@ void hk_slot_purge(struct slot_header *h)
 void hk_slot_release_free(void)
 {
     for (unsigned cls = 1; cls < HK_NCLASSES; cls++) {
-        struct slot_header *h = hk_slots.classes[cls].free;
-        while (h != NULL) {
+        struct hk_slot_class *c = &hk_slots.classes[cls];
+        for (struct slot_header *h = c->free; h != NULL; h = (struct slot_header *)h->self)
             if (h->site != HK_SLOT_PURGED) {
-                purge(h, hk_classes[cls].block_size);
-                hk_slots.dirty -= hk_slots.classes[cls].size;
+                purge(h, c->size);
+                hk_slots.dirty -= c->size;
             }
-            h = (struct slot_header *)h->self;
-        }
     }
 }

@@ -10,8 +10,9 @@
  *  - large reuse: threads run one after another, each allocating 48
  *    blocks of 256 KiB, writing every page and freeing them: once the
  *    first few have faulted in again what an exit gave back, hakmem keeps
- *    more of an exited thread's large pages warm, and the last threads
- *    take at most a sixth of the first one's page faults each (not with
+ *    more of an exited thread's large pages warm, and the last three
+ *    threads take at most a sixth of the first one's page faults on
+ *    average (not with
  *    HAKMEM_PURGE_DELAY_MS=0, which purges at once, nor TEST_NO_RSS);
  *  - together: 16 threads each allocate, write and free 16 MiB, wait for
  *    one another and exit; with no further call, resident memory must not
